@@ -1,0 +1,168 @@
+#include "api/openai_routes.h"
+
+#include <chrono>
+
+#include "api/generation_call.h"
+#include "api/openai_request.h"
+#include "api/openai_response.h"
+#include "engine/engine.h"
+#include "pool/engine_pool.h"
+#include "runtime/chat_template.h"
+#include "runtime/model.h"
+
+namespace llmux::api {
+
+void SendError(http::Exchange& exchange, const ApiError& error) {
+  http::Headers extra;
+  if (error.status == 503) extra.emplace_back("Retry-After", "1");
+  exchange.Reply(error.status, "application/json", error.Body(), std::move(extra));
+}
+
+namespace {
+
+int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+ApiError AcquireError(const Acquired& a) {
+  ApiError e;
+  e.message = a.message;
+  switch (a.failure) {
+    case AcquireFailure::kUnknownModel:
+      e.status = 404;
+      e.type = "not_found_error";
+      e.code = "model_not_found";
+      e.param = "model";
+      break;
+    case AcquireFailure::kBusy:
+      e.status = 503;
+      e.type = "unavailable_error";
+      e.code = "model_busy";
+      break;
+    case AcquireFailure::kShuttingDown:
+      e.status = 503;
+      e.type = "unavailable_error";
+      e.code = "shutting_down";
+      break;
+    case AcquireFailure::kLoadFailed:
+    case AcquireFailure::kNone:
+      e.status = 500;
+      e.type = "server_error";
+      e.code = "model_load_failed";
+      break;
+  }
+  return e;
+}
+
+ApiError ContextExceeded(size_t n_prompt, int32_t n_ctx) {
+  ApiError e;
+  e.status = 400;
+  e.type = "exceed_context_size_error";
+  e.code = "context_length_exceeded";
+  e.param = "messages";
+  e.message = "request (" + std::to_string(n_prompt) + " tokens) exceeds the available context size (" +
+              std::to_string(n_ctx) + " tokens), try increasing it";
+  e.extra["n_prompt_tokens"] = n_prompt;
+  e.extra["n_ctx"] = n_ctx;
+  return e;
+}
+
+GenerationRequest ToGeneration(const TextGenerationParams& p, Tokens prompt) {
+  GenerationRequest g;
+  g.prompt = std::move(prompt);
+  g.sampling = p.sampling;
+  g.max_tokens = p.max_tokens;
+  g.stop = p.stop;
+  g.ignore_eos = p.ignore_eos;
+  return g;
+}
+
+// Checks the prompt fits, then hands the request to a GenerationCall.
+void Generate(const std::shared_ptr<http::Exchange>& ex, Lease lease, const TextGenerationParams& params,
+              Tokens prompt, CompletionKind kind, const char* prompt_param) {
+  const int32_t n_ctx = lease.engine().context_per_sequence();
+  if (prompt.empty()) return SendError(*ex, InvalidField(prompt_param, "the prompt is empty"));
+  if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
+    ApiError e = ContextExceeded(prompt.size(), n_ctx);
+    e.param = prompt_param;
+    return SendError(*ex, e);
+  }
+  GenerationCall::Format format;
+  format.identity.kind = kind;
+  format.identity.id = NewResponseId(kind);
+  format.identity.model = lease.model().id;
+  format.identity.created = UnixNow();
+  format.stream = params.stream;
+  format.include_usage = params.stream && params.include_usage;
+  GenerationCall::Start(ex, std::move(lease), ToGeneration(params, std::move(prompt)), std::move(format));
+}
+
+void ChatCompletions(ApiContext& ctx, const std::shared_ptr<http::Exchange>& ex) {
+  Json body;
+  if (auto e = ParseJsonObject(ex->request().body, &body)) return SendError(*ex, *e);
+  ChatRequest req;
+  if (auto e = ParseChatRequest(body, &req)) return SendError(*ex, *e);
+  Acquired a = ctx.pool->Acquire(req.params.model);
+  if (!a.ok()) return SendError(*ex, AcquireError(a));
+  Lease lease = std::move(*a.lease);
+  std::string prompt, error;
+  if (!lease.engine().chat_template().Render(req.messages, /*add_generation_prompt=*/true, &prompt, &error)) {
+    return SendError(*ex, InvalidField("messages", error, "chat_template_error"));
+  }
+  Tokens tokens = lease.engine().model().Tokenize(prompt, /*add_special=*/true, /*parse_special=*/true);
+  Generate(ex, std::move(lease), req.params, std::move(tokens), CompletionKind::kChat, "messages");
+}
+
+void Completions(ApiContext& ctx, const std::shared_ptr<http::Exchange>& ex) {
+  Json body;
+  if (auto e = ParseJsonObject(ex->request().body, &body)) return SendError(*ex, *e);
+  CompletionRequest req;
+  if (auto e = ParseCompletionRequest(body, &req)) return SendError(*ex, *e);
+  Acquired a = ctx.pool->Acquire(req.params.model);
+  if (!a.ok()) return SendError(*ex, AcquireError(a));
+  Lease lease = std::move(*a.lease);
+  const runtime::Model& model = lease.engine().model();
+  Tokens tokens;
+  if (req.prompt_is_tokens) {
+    for (Token t : req.prompt_tokens) {
+      if (!model.IsValidToken(t)) {
+        return SendError(*ex, InvalidField("prompt", "token id " + std::to_string(t) + " is outside the vocabulary [0, " +
+                                                         std::to_string(model.vocab_size()) + ")"));
+      }
+    }
+    tokens = std::move(req.prompt_tokens);
+  } else {
+    tokens = model.Tokenize(req.prompt_text, /*add_special=*/true, /*parse_special=*/true);
+  }
+  Generate(ex, std::move(lease), req.params, std::move(tokens), CompletionKind::kText, "prompt");
+}
+
+void ListModels(ApiContext& ctx, const std::shared_ptr<http::Exchange>& ex) {
+  Json data = Json::array();
+  for (const ModelStatus& m : ctx.pool->Status()) {
+    Json j = Json::object();
+    j["id"] = m.id;
+    j["object"] = "model";
+    j["created"] = 0;
+    j["owned_by"] = "llmux";
+    j["status"] = ModelStateName(m.state);
+    data.push_back(std::move(j));
+  }
+  Json body = Json::object();
+  body["object"] = "list";
+  body["data"] = std::move(data);
+  ex->Reply(200, "application/json", Dump(body));
+}
+
+}  // namespace
+
+void AddOpenAiRoutes(http::Router& router, ApiContext& ctx) {
+  router.Add("POST", "/v1/chat/completions", http::Dispatch::kWorker,
+             [&ctx](std::shared_ptr<http::Exchange> ex) { ChatCompletions(ctx, ex); });
+  router.Add("POST", "/v1/completions", http::Dispatch::kWorker,
+             [&ctx](std::shared_ptr<http::Exchange> ex) { Completions(ctx, ex); });
+  router.Add("GET", "/v1/models", http::Dispatch::kInline,
+             [&ctx](std::shared_ptr<http::Exchange> ex) { ListModels(ctx, ex); });
+}
+
+}  // namespace llmux::api

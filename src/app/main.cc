@@ -1,0 +1,131 @@
+// llmux: wires the layers together and runs until SIGINT/SIGTERM.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <thread>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "api/admin_routes.h"
+#include "api/api_context.h"
+#include "api/api_error.h"
+#include "api/openai_routes.h"
+#include "app/serve_options.h"
+#include "http/server.h"
+#include "pool/engine_pool.h"
+#include "pool/model_registry.h"
+#include "runtime/backend.h"
+
+namespace llmux::app {
+namespace {
+
+constexpr auto kShutdownDrain = std::chrono::seconds(5);
+
+void SetUpLogging(const std::string& level) {
+  auto logger = spdlog::stderr_color_mt("llmux");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%l%$ %v");
+  spdlog::set_level(spdlog::level::from_str(level));
+}
+
+EngineOptions ToEngineOptions(const ServeOptions& o) {
+  EngineOptions e;
+  e.parallel = o.parallel;
+  e.context_per_sequence = o.ctx_size;
+  e.batch_size = std::max(o.batch_size, o.parallel);  // every generating sequence fits one step
+  const unsigned cores = std::thread::hardware_concurrency();
+  e.threads = o.threads > 0 ? o.threads : static_cast<int>(cores > 0 ? cores : 4);
+  return e;
+}
+
+int Serve(const ServeOptions& o) {
+  SetUpLogging(o.log_level);
+  runtime::InitBackend();
+
+  ModelRegistry registry;
+  std::string error;
+  for (const std::string& f : o.model_files) {
+    if (!registry.AddFile(f, &error)) {
+      spdlog::error("{}", error);
+      return 1;
+    }
+  }
+  for (const std::string& d : o.model_dirs) {
+    if (!registry.AddDirectory(d, &error)) {
+      spdlog::error("{}", error);
+      return 1;
+    }
+  }
+  if (registry.models().empty()) {
+    spdlog::error("no models found (looked for *.gguf files)");
+    return 1;
+  }
+
+  PoolOptions pool_options;
+  pool_options.engine = ToEngineOptions(o);
+  pool_options.load.use_mmap = o.mmap;
+  EnginePool pool(registry, pool_options);
+
+  api::ApiContext api_context;
+  api_context.pool = &pool;
+  http::Router router;
+  api::AddOpenAiRoutes(router, api_context);
+  api::AddAdminRoutes(router, api_context);
+
+  http::ServerOptions http_options;
+  http_options.host = o.host;
+  http_options.port = static_cast<uint16_t>(o.port);
+  http_options.io_threads = o.http_threads;
+  http_options.max_body_bytes = o.max_body;
+  http_options.error_body = api::HttpErrorBody;
+  http::HttpServer server(http_options, std::move(router));
+  api_context.open_connections = [&server] { return server.open_connections(); };
+
+  // SIGINT/SIGTERM are taken by sigwait below; block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  if (!server.Start(&error)) {
+    spdlog::error("{}", error);
+    return 1;
+  }
+  std::printf("llmux: listening on http://%s:%u\n", o.host.c_str(), server.port());
+  std::fflush(stdout);
+  spdlog::info("serving {} model(s): {}", registry.models().size(), registry.IdList());
+
+  // A single model given with --model is loaded up front; /health says
+  // "loading" until it is ready. Models from directories load on first use.
+  if (registry.models().size() == 1 && o.model_dirs.empty()) {
+    if (!pool.Preload(registry.models().front().id, &error)) {
+      spdlog::error("{}", error);
+      server.Stop();
+      return 1;
+    }
+  }
+  api_context.ready = true;
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("received {}; shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  api_context.ready = false;
+  pool.Shutdown(kShutdownDrain);  // running requests end with a terminal error frame
+  server.Stop();
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace llmux::app
+
+int main(int argc, char** argv) {
+  llmux::app::ServeOptions options;
+  const int code = llmux::app::ParseCommandLine(argc, argv, &options);
+  if (code >= 0) return code;
+  return llmux::app::Serve(options);
+}

@@ -1,0 +1,69 @@
+#include "app/serve_options.h"
+
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "app/byte_size.h"
+
+namespace llmux::app {
+
+int ParseCommandLine(int argc, char** argv, ServeOptions* o) {
+  CLI::App app{
+      "llmux: serve local GGUF models over OpenAI-compatible HTTP APIs, with continuous batching.\n"
+      "Run `llmux serve --help` for the server's options."};
+  app.set_version_flag("--version", "llmux 0.1.0");
+  app.require_subcommand(1);
+  CLI::App* serve = app.add_subcommand("serve", "Start the HTTP server");
+
+  serve->add_option("--model", o->model_files, "A GGUF model file to serve (repeatable); its id is the file name without .gguf")
+      ->check(CLI::ExistingFile);
+  serve->add_option("--model-dir", o->model_dirs, "A directory whose *.gguf files are served (repeatable)")
+      ->check(CLI::ExistingDirectory);
+  serve->add_option("--host", o->host, "Address to listen on")->capture_default_str();
+  serve->add_option("--port", o->port, "Port to listen on (0 = any free port, printed at start)")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  serve->add_option("--ctx-size", o->ctx_size,
+                    "Context per sequence, in tokens (prompt + output); 0 = min(4096, the model's training context)")
+      ->check(CLI::Range(0, 1 << 24))
+      ->capture_default_str();
+  serve->add_option("--parallel", o->parallel, "Sequences decoded at once (continuous batching slots)")
+      ->check(CLI::Range(1, 128))
+      ->capture_default_str();
+  serve->add_option("--threads", o->threads, "Compute threads; 0 = one per CPU core")
+      ->check(CLI::Range(0, 1024))
+      ->capture_default_str();
+  serve->add_option("--batch-size", o->batch_size, "Most tokens one decode step carries (prompt chunk size)")
+      ->check(CLI::Range(1, 1 << 16))
+      ->capture_default_str();
+  std::string max_body = "32MiB";
+  serve->add_option("--max-body", max_body, "Largest request body accepted (e.g. 32MiB); larger gets 413")
+      ->capture_default_str();
+  serve->add_option("--http-threads", o->http_threads, "Threads running HTTP I/O")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  serve->add_flag("!--no-mmap", o->mmap, "Read weights into memory instead of mapping the file");
+  serve->add_option("--log-level", o->log_level, "trace, debug, info, warn, error or off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  const auto bytes = ParseByteSize(max_body);
+  if (!bytes || *bytes == 0) {
+    std::cerr << "--max-body: '" << max_body << "' is not a size (e.g. 32MiB)\n";
+    return 2;
+  }
+  o->max_body = *bytes;
+  if (o->model_files.empty() && o->model_dirs.empty()) {
+    std::cerr << "llmux serve: give at least one --model FILE or --model-dir DIR\n";
+    return 2;
+  }
+  return -1;
+}
+
+}  // namespace llmux::app

@@ -1,0 +1,29 @@
+// The `llmux serve` command line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace llmux::app {
+
+struct ServeOptions {
+  std::vector<std::string> model_files;  // --model (repeatable)
+  std::vector<std::string> model_dirs;   // --model-dir (repeatable)
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int ctx_size = 0;        // tokens per sequence; 0 = min(4096, the model's training context)
+  int parallel = 8;
+  int threads = 0;         // 0 = one per CPU core
+  int batch_size = 512;
+  uint64_t max_body = 32ull << 20;
+  int http_threads = 2;
+  bool mmap = true;
+  std::string log_level = "info";
+};
+
+// Parses argv. Returns -1 to continue with `*options` filled in, otherwise the
+// exit code to return at once (0 after --help/--version, 2 on bad usage).
+int ParseCommandLine(int argc, char** argv, ServeOptions* options);
+
+}  // namespace llmux::app

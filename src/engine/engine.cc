@@ -1,0 +1,410 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include <spdlog/spdlog.h>
+
+#include "engine/scheduler.h"
+#include "engine/stop_matcher.h"
+#include "runtime/batch.h"
+#include "runtime/chat_template.h"
+#include "runtime/context.h"
+#include "runtime/model.h"
+#include "runtime/sampler.h"
+
+namespace llmux {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int32_t kDefaultContext = 4096;  // per sequence, when not configured
+
+double Millis(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+}  // namespace
+
+struct Engine::Job {
+  uint64_t id = 0;
+  GenerationRequest request;
+  std::shared_ptr<TokenStream> stream;
+  Clock::time_point submitted;
+};
+
+// A request that holds a sequence slot. Engine thread only.
+struct Engine::Sequence {
+  Job job;
+  SeqId seq = -1;
+  std::unique_ptr<runtime::Sampler> sampler;
+  StopMatcher stop;
+  int32_t prompt_done = 0;   // prompt tokens already decoded
+  Pos n_past = 0;            // tokens in this sequence's KV cells
+  bool generating = false;   // the prompt is done and the first token sampled
+  Token next_token = 0;      // the sampled token to decode next
+  int32_t generated = 0;     // tokens sampled
+  int32_t batch_index = -1;  // where this step's logits are, or -1
+  bool done = false;         // finished this step; retired after it
+  FinishReason reason = FinishReason::kStop;
+  std::string message;
+  Clock::time_point admitted;
+  Clock::time_point first_token;
+
+  explicit Sequence(Job j) : job(std::move(j)), stop(job.request.stop) {}
+  int32_t prompt_size() const { return static_cast<int32_t>(job.request.prompt.size()); }
+};
+
+struct Engine::Command {
+  enum class Kind { kSubmit, kCancel, kCancelAll, kStop };
+  Kind kind = Kind::kStop;
+  Job job;              // kSubmit
+  uint64_t id = 0;      // kCancel
+  std::string reason;   // kCancelAll
+};
+
+std::unique_ptr<Engine> Engine::Start(std::unique_ptr<runtime::Model> model, const EngineOptions& options,
+                                      std::string* error) {
+  auto tmpl = runtime::ChatTemplate::Create(*model, error);
+  if (!tmpl) return nullptr;
+  EngineOptions resolved = options;
+  if (resolved.context_per_sequence <= 0) {
+    const int32_t train = model->train_context_length();
+    resolved.context_per_sequence = train > 0 ? std::min<int32_t>(kDefaultContext, train) : kDefaultContext;
+  }
+  resolved.batch_size = std::max(resolved.batch_size, resolved.parallel);
+  std::unique_ptr<Engine> engine(new Engine(std::move(model), std::move(tmpl), resolved));
+  std::promise<std::string> started;
+  std::future<std::string> result = started.get_future();
+  engine->thread_ = std::thread([e = engine.get(), &started] { e->Run(&started); });
+  std::string startup_error = result.get();
+  if (!startup_error.empty()) {
+    engine->thread_.join();
+    *error = std::move(startup_error);
+    return nullptr;
+  }
+  return engine;
+}
+
+Engine::Engine(std::unique_ptr<runtime::Model> model, std::unique_ptr<runtime::ChatTemplate> tmpl,
+               const EngineOptions& options)
+    : options_(options), model_(std::move(model)), chat_template_(std::move(tmpl)) {
+  for (int32_t s = options_.parallel - 1; s >= 0; --s) free_slots_.push_back(s);
+}
+
+Engine::~Engine() {
+  if (thread_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      Command stop;
+      stop.kind = Command::Kind::kStop;
+      commands_.push_back(std::move(stop));
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+  // Requests submitted after the thread stopped still get a terminal event.
+  for (Command& c : commands_) {
+    if (c.kind == Command::Kind::kSubmit) FinishWaiting(c.job, FinishReason::kCancelled, "the model was unloaded");
+  }
+}
+
+std::shared_ptr<TokenStream> Engine::Submit(GenerationRequest request) {
+  Job job;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job.id = next_request_id_++;
+  }
+  job.stream = std::make_shared<TokenStream>(job.id);
+  std::shared_ptr<TokenStream> stream = job.stream;
+  const auto n = static_cast<int64_t>(request.prompt.size());
+  if (n == 0 || n >= options_.context_per_sequence) {
+    Completion failed;
+    failed.reason = FinishReason::kError;
+    failed.error = n == 0 ? "the prompt is empty" : "the prompt does not fit the context";
+    stream->Finish(std::move(failed));
+    return stream;
+  }
+  job.request = std::move(request);
+  job.submitted = Clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Command submit;
+    submit.kind = Command::Kind::kSubmit;
+    submit.job = std::move(job);
+    commands_.push_back(std::move(submit));
+  }
+  wake_.notify_one();
+  return stream;
+}
+
+void Engine::Cancel(uint64_t request_id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Command cancel;
+    cancel.kind = Command::Kind::kCancel;
+    cancel.id = request_id;
+    commands_.push_back(std::move(cancel));
+  }
+  wake_.notify_one();
+}
+
+void Engine::CancelAll(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Command cancel;
+    cancel.kind = Command::Kind::kCancelAll;
+    cancel.reason = reason;
+    commands_.push_back(std::move(cancel));
+  }
+  wake_.notify_one();
+}
+
+EngineStats Engine::Stats() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return stats_;
+}
+
+// ---------------------------------------------------------------------------
+// Engine thread.
+
+void Engine::Run(std::promise<std::string>* started) {
+  runtime::ContextOptions copts;
+  copts.sequences = static_cast<uint32_t>(options_.parallel + options_.scratch_sequences);
+  copts.kv_cells = static_cast<uint32_t>(options_.parallel) * static_cast<uint32_t>(options_.context_per_sequence);
+  copts.max_batch = static_cast<uint32_t>(options_.batch_size);
+  copts.threads = options_.threads;
+  copts.batch_threads = options_.threads;
+  std::string error;
+  context_ = runtime::Context::Create(*model_, copts, &error);
+  if (!context_) {
+    started->set_value(error);
+    return;
+  }
+  batch_ = std::make_unique<runtime::Batch>(options_.batch_size);
+  counters_.slots_total = options_.parallel;
+  counters_.kv_cells_total = context_->kv_cells();
+  PublishStats();
+  started->set_value("");  // `started` must not be touched after this
+
+  std::vector<Command> commands;
+  bool keep_running = true;
+  while (keep_running) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [&] { return !commands_.empty() || !waiting_.empty() || !running_.empty(); });
+      commands.swap(commands_);
+    }
+    keep_running = ApplyCommands(commands);
+    commands.clear();
+    if (keep_running && (!waiting_.empty() || !running_.empty())) Step();
+    PublishStats();
+  }
+  CancelEverything(FinishReason::kCancelled, "the model was unloaded");
+  PublishStats();
+  batch_.reset();
+  context_.reset();  // the context dies on the thread that owned it
+}
+
+bool Engine::ApplyCommands(std::vector<Command>& commands) {
+  bool keep_running = true;
+  for (Command& c : commands) {
+    switch (c.kind) {
+      case Command::Kind::kSubmit:
+        waiting_.push_back(std::move(c.job));
+        break;
+      case Command::Kind::kCancel: {
+        auto w = std::find_if(waiting_.begin(), waiting_.end(), [&](const Job& j) { return j.id == c.id; });
+        if (w != waiting_.end()) {
+          FinishWaiting(*w, FinishReason::kCancelled, "the request was cancelled");
+          waiting_.erase(w);
+          break;
+        }
+        for (size_t i = 0; i < running_.size(); ++i) {
+          if (running_[i]->job.id == c.id) {
+            Retire(i, FinishReason::kCancelled, "the request was cancelled");
+            break;
+          }
+        }
+        break;
+      }
+      case Command::Kind::kCancelAll:
+        CancelEverything(FinishReason::kCancelled, c.reason);
+        break;
+      case Command::Kind::kStop:
+        keep_running = false;
+        break;
+    }
+  }
+  return keep_running;
+}
+
+void Engine::Admit(Job job) {
+  auto seq = std::make_unique<Sequence>(std::move(job));
+  seq->seq = free_slots_.back();
+  free_slots_.pop_back();
+  seq->sampler = runtime::Sampler::Create(*model_, seq->job.request.sampling);
+  seq->sampler->Observe(seq->job.request.prompt);
+  seq->admitted = Clock::now();
+  running_.push_back(std::move(seq));
+}
+
+void Engine::Step() {
+  SchedulerInput in;
+  in.batch_capacity = options_.batch_size;
+  in.free_slots = static_cast<int32_t>(free_slots_.size());
+  in.running.reserve(running_.size());
+  for (const auto& s : running_) {
+    in.running.push_back({s->job.id, s->generating, s->prompt_size() - s->prompt_done});
+  }
+  for (size_t i = 0; i < waiting_.size() && i < free_slots_.size(); ++i) {
+    in.waiting_prompts.push_back(static_cast<int32_t>(waiting_[i].request.prompt.size()));
+  }
+  const StepPlan plan = PlanStep(in);
+
+  for (int32_t a = 0; a < plan.admit; ++a) {
+    Admit(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+
+  batch_->Clear();
+  std::vector<Sequence*> in_batch;
+  for (size_t i : plan.decode) {
+    Sequence& s = *running_[i];
+    s.batch_index = batch_->Add(s.next_token, s.n_past, s.seq, /*want_logits=*/true);
+    ++s.n_past;
+    in_batch.push_back(&s);
+  }
+  int32_t prompt_tokens = 0;
+  for (const StepPlan::Prefill& p : plan.prefill) {
+    Sequence& s = *running_[p.index];
+    for (int32_t k = 0; k < p.tokens; ++k) {
+      const bool last = s.prompt_done + 1 == s.prompt_size();
+      const int32_t idx = batch_->Add(s.job.request.prompt[static_cast<size_t>(s.prompt_done)], s.n_past, s.seq, last);
+      if (last) s.batch_index = idx;
+      ++s.prompt_done;
+      ++s.n_past;
+    }
+    prompt_tokens += p.tokens;
+    in_batch.push_back(&s);
+  }
+  if (batch_->size() == 0) return;
+
+  const Clock::time_point t0 = Clock::now();
+  const runtime::DecodeStatus status = context_->Decode(*batch_);
+  const double ms = Millis(t0, Clock::now());
+  ++counters_.steps;
+  if (status != runtime::DecodeStatus::kOk) {
+    const char* what = status == runtime::DecodeStatus::kNoKvSpace ? "the KV cache is full" : "llama_decode failed";
+    spdlog::error("engine: decode of {} tokens failed: {}", batch_->size(), what);
+    for (Sequence* s : in_batch) {
+      s->done = true;
+      s->reason = FinishReason::kError;
+      s->message = std::string("inference failed: ") + what;
+    }
+  } else {
+    counters_.prompt_tokens += static_cast<uint64_t>(prompt_tokens);
+    if (prompt_tokens > 0) {
+      counters_.prompt_ms += ms;
+    } else {
+      counters_.decode_ms += ms;
+    }
+    for (Sequence* s : in_batch) {
+      if (s->batch_index < 0) continue;
+      const Token token = s->sampler->Sample(*context_, s->batch_index);
+      s->batch_index = -1;
+      OnToken(*s, token);
+    }
+  }
+  for (size_t i = running_.size(); i-- > 0;) {
+    if (running_[i]->done) Retire(i, running_[i]->reason, running_[i]->message);
+  }
+}
+
+void Engine::OnToken(Sequence& s, Token token) {
+  ++counters_.generated_tokens;
+  ++s.generated;
+  if (!s.generating) {
+    s.generating = true;
+    s.first_token = Clock::now();
+  }
+  auto finish = [&](FinishReason reason) {
+    s.done = true;
+    s.reason = reason;
+    s.job.stream->Append(s.stop.Flush());
+  };
+  const GenerationRequest& r = s.job.request;
+  if (!r.ignore_eos && model_->IsEndOfGeneration(token)) return finish(FinishReason::kStop);
+  s.job.stream->Append(s.stop.Push(model_->TokenBytes(token)));
+  if (s.stop.stopped()) return finish(FinishReason::kStop);
+  if (r.max_tokens >= 0 && s.generated >= r.max_tokens) return finish(FinishReason::kLength);
+  if (s.n_past >= options_.context_per_sequence) return finish(FinishReason::kLength);
+  s.next_token = token;
+}
+
+void Engine::Retire(size_t index, FinishReason reason, std::string message) {
+  std::unique_ptr<Sequence> s = std::move(running_[index]);
+  running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
+  context_->ClearSequence(s->seq);
+  free_slots_.push_back(s->seq);
+  std::sort(free_slots_.rbegin(), free_slots_.rend());  // lowest id is reused first
+
+  const Clock::time_point now = Clock::now();
+  Completion c;
+  c.reason = reason;
+  c.error = std::move(message);
+  c.usage.prompt_tokens = s->prompt_size();
+  c.usage.completion_tokens = s->generated;
+  c.timings.queued_ms = Millis(s->job.submitted, s->admitted);
+  if (s->generating) {
+    c.timings.prompt_ms = Millis(s->admitted, s->first_token);
+    c.timings.generation_ms = Millis(s->first_token, now);
+  } else {
+    c.timings.prompt_ms = Millis(s->admitted, now);
+  }
+  switch (reason) {
+    case FinishReason::kStop:
+    case FinishReason::kLength: ++counters_.requests_completed; break;
+    case FinishReason::kCancelled: ++counters_.requests_cancelled; break;
+    case FinishReason::kError: ++counters_.requests_failed; break;
+  }
+  s->job.stream->Finish(std::move(c));
+}
+
+void Engine::FinishWaiting(Job& job, FinishReason reason, const std::string& message) {
+  Completion c;
+  c.reason = reason;
+  c.error = message;
+  c.usage.prompt_tokens = static_cast<int32_t>(job.request.prompt.size());
+  c.timings.queued_ms = Millis(job.submitted, Clock::now());
+  if (reason == FinishReason::kCancelled) ++counters_.requests_cancelled;
+  job.stream->Finish(std::move(c));
+}
+
+void Engine::CancelEverything(FinishReason reason, const std::string& message) {
+  for (Job& job : waiting_) FinishWaiting(job, reason, message);
+  waiting_.clear();
+  for (size_t i = running_.size(); i-- > 0;) Retire(i, reason, message);
+}
+
+void Engine::PublishStats() {
+  EngineStats s = counters_;
+  s.waiting = static_cast<int32_t>(waiting_.size());
+  s.prefilling = 0;
+  s.generating = 0;
+  s.kv_cells_used = 0;
+  for (const auto& seq : running_) {
+    (seq->generating ? s.generating : s.prefilling)++;
+    s.kv_cells_used += seq->n_past;
+  }
+  s.slots_busy = static_cast<int32_t>(running_.size());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    s.pending_commands = static_cast<int32_t>(commands_.size());
+  }
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  stats_ = s;
+}
+
+}  // namespace llmux

@@ -1,0 +1,120 @@
+// Engine: one loaded model, its llama_context and the thread that owns it.
+//
+// Ownership: the Engine owns the Model, its ChatTemplate and (on its thread)
+// the Context. Nothing else ever touches the context: Submit/Cancel post
+// commands that the engine thread applies between decode steps. Each step
+// decodes one token for every generating sequence plus prompt chunks of
+// prefilling ones (see scheduler.h), samples with each request's own
+// sampler, and pushes text to each request's TokenStream.
+//
+// Lifecycle: Start() creates the context on the new thread and returns once
+// it exists. The destructor finishes every request still queued or running
+// (each stream gets a terminal Completion), joins the thread, frees the
+// context and then the model. Every per-request entry has one remover
+// (Retire), used by completion, cancellation, errors and shutdown alike.
+//
+// Thread-safety: all public methods are thread-safe. Code outside the pool
+// reaches an Engine only through a Lease (pool/lease.h).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/engine_stats.h"
+#include "engine/generation.h"
+#include "engine/token_stream.h"
+
+namespace llmux {
+
+namespace runtime {
+class ChatTemplate;
+class Batch;
+class Context;
+class Model;
+}  // namespace runtime
+
+struct EngineOptions {
+  int32_t parallel = 8;                 // sequences that run at once
+  int32_t context_per_sequence = 4096;  // most tokens (prompt + output) of one sequence
+  int32_t batch_size = 512;             // most tokens one step decodes
+  int32_t threads = 4;                  // compute threads
+  int32_t scratch_sequences = 2;        // sequence ids kept free for KV-cache work
+};
+
+class Engine {
+ public:
+  // Takes ownership of `model`. On failure returns nullptr and sets *error
+  // (the model is freed).
+  static std::unique_ptr<Engine> Start(std::unique_ptr<runtime::Model> model, const EngineOptions& options,
+                                       std::string* error);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a request and returns its stream. The stream always finishes:
+  // completed, cancelled or failed. A prompt that is empty or does not fit
+  // context_per_sequence() fails at once (callers should check first).
+  std::shared_ptr<TokenStream> Submit(GenerationRequest request);
+  // Cancels a queued or running request: it leaves the engine's bookkeeping
+  // and its KV cells are freed before the next step. Unknown ids are ignored.
+  void Cancel(uint64_t request_id);
+  // Cancels every request; each stream finishes with kCancelled and `reason`.
+  void CancelAll(const std::string& reason);
+
+  EngineStats Stats() const;
+  const runtime::Model& model() const { return *model_; }
+  const runtime::ChatTemplate& chat_template() const { return *chat_template_; }
+  int32_t context_per_sequence() const { return options_.context_per_sequence; }
+  const EngineOptions& options() const { return options_; }
+
+ private:
+  struct Job;
+  struct Sequence;
+  struct Command;
+
+  Engine(std::unique_ptr<runtime::Model> model, std::unique_ptr<runtime::ChatTemplate> tmpl,
+         const EngineOptions& options);
+
+  // --- engine thread ---
+  void Run(std::promise<std::string>* started);
+  bool ApplyCommands(std::vector<Command>& commands);  // false: stop requested
+  void Step();
+  void Admit(Job job);
+  void OnToken(Sequence& seq, int32_t token);
+  void Retire(size_t index, FinishReason reason, std::string message);
+  void FinishWaiting(Job& job, FinishReason reason, const std::string& message);
+  void CancelEverything(FinishReason reason, const std::string& message);
+  void PublishStats();
+
+  const EngineOptions options_;
+  std::unique_ptr<runtime::Model> model_;
+  std::unique_ptr<runtime::ChatTemplate> chat_template_;
+
+  // Commands from other threads.
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::vector<Command> commands_;
+  uint64_t next_request_id_ = 1;
+
+  // Engine-thread state: the per-request bookkeeping.
+  std::unique_ptr<runtime::Context> context_;
+  std::unique_ptr<runtime::Batch> batch_;
+  std::deque<Job> waiting_;
+  std::vector<std::unique_ptr<Sequence>> running_;  // admission order
+  std::vector<int32_t> free_slots_;
+  EngineStats counters_;
+
+  mutable std::mutex stats_mu_;
+  EngineStats stats_;
+
+  std::thread thread_;
+};
+
+}  // namespace llmux

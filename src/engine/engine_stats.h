@@ -1,0 +1,30 @@
+// EngineStats: a snapshot of one engine's state, for status endpoints and tests.
+#pragma once
+
+#include <cstdint>
+
+namespace llmux {
+
+struct EngineStats {
+  // Requests by stage. waiting + prefilling + generating are every live entry
+  // of the engine's per-request bookkeeping; after all requests end, all are 0.
+  int32_t waiting = 0;
+  int32_t prefilling = 0;
+  int32_t generating = 0;
+  int32_t slots_total = 0;     // sequences that can run at once (--parallel)
+  int32_t slots_busy = 0;
+  int64_t kv_cells_used = 0;   // cells held by running sequences
+  int64_t kv_cells_total = 0;
+  int32_t pending_commands = 0;
+  // Lifetime counters.
+  uint64_t requests_completed = 0;
+  uint64_t requests_cancelled = 0;
+  uint64_t requests_failed = 0;
+  uint64_t prompt_tokens = 0;      // prompt tokens decoded
+  uint64_t generated_tokens = 0;   // tokens sampled
+  uint64_t steps = 0;              // llama_decode calls
+  double prompt_ms = 0;            // time in steps that carried prompt tokens
+  double decode_ms = 0;            // time in steps that carried only generated tokens
+};
+
+}  // namespace llmux

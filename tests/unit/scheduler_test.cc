@@ -1,0 +1,100 @@
+#include "engine/scheduler.h"
+
+#include <gtest/gtest.h>
+
+namespace llmux {
+namespace {
+
+SchedulerInput::Running Generating(uint64_t key) { return {key, true, 0}; }
+SchedulerInput::Running Prefilling(uint64_t key, int32_t remaining) { return {key, false, remaining}; }
+
+TEST(Scheduler, EveryGeneratingSequenceDecodesOneToken) {
+  SchedulerInput in;
+  in.batch_capacity = 512;
+  in.running = {Generating(1), Generating(2), Generating(3)};
+  const StepPlan p = PlanStep(in);
+  EXPECT_EQ(p.decode, (std::vector<size_t>{0, 1, 2}));
+  EXPECT_TRUE(p.prefill.empty());
+  EXPECT_EQ(p.batch_tokens, 3);
+}
+
+TEST(Scheduler, PrefillFillsWhatDecodeLeavesOfTheBatch) {
+  SchedulerInput in;
+  in.batch_capacity = 100;
+  in.running = {Generating(1), Prefilling(2, 1000), Generating(3)};
+  const StepPlan p = PlanStep(in);
+  EXPECT_EQ(p.decode.size(), 2u);
+  ASSERT_EQ(p.prefill.size(), 1u);
+  EXPECT_EQ(p.prefill[0].index, 1u);
+  EXPECT_EQ(p.prefill[0].tokens, 98);  // running streams are never starved by the long prompt
+  EXPECT_EQ(p.batch_tokens, 100);
+}
+
+TEST(Scheduler, PrefillChunksGoInAdmissionOrder) {
+  SchedulerInput in;
+  in.batch_capacity = 50;
+  in.running = {Prefilling(1, 30), Prefilling(2, 30), Prefilling(3, 30)};
+  const StepPlan p = PlanStep(in);
+  ASSERT_EQ(p.prefill.size(), 2u);
+  EXPECT_EQ(p.prefill[0].index, 0u);
+  EXPECT_EQ(p.prefill[0].tokens, 30);
+  EXPECT_EQ(p.prefill[1].index, 1u);
+  EXPECT_EQ(p.prefill[1].tokens, 20);
+}
+
+TEST(Scheduler, AdmitsWaitingRequestsIntoFreeSlotsOnly) {
+  SchedulerInput in;
+  in.batch_capacity = 512;
+  in.free_slots = 2;
+  in.running = {Generating(1)};
+  in.waiting_prompts = {10, 20, 30};
+  const StepPlan p = PlanStep(in);
+  EXPECT_EQ(p.admit, 2);
+  ASSERT_EQ(p.prefill.size(), 2u);
+  EXPECT_EQ(p.prefill[0].index, 1u);  // first admitted, after the running one
+  EXPECT_EQ(p.prefill[0].tokens, 10);
+  EXPECT_EQ(p.prefill[1].index, 2u);
+  EXPECT_EQ(p.prefill[1].tokens, 20);
+  EXPECT_EQ(p.batch_tokens, 31);
+}
+
+TEST(Scheduler, NoFreeSlotsMeansNoAdmission) {
+  SchedulerInput in;
+  in.batch_capacity = 512;
+  in.free_slots = 0;
+  in.waiting_prompts = {10};
+  const StepPlan p = PlanStep(in);
+  EXPECT_EQ(p.admit, 0);
+  EXPECT_EQ(p.batch_tokens, 0);
+}
+
+TEST(Scheduler, AdmittedRequestsWaitForBudgetWhenAPromptTakesItAll) {
+  SchedulerInput in;
+  in.batch_capacity = 64;
+  in.free_slots = 3;
+  in.running = {Prefilling(1, 500)};
+  in.waiting_prompts = {5};
+  const StepPlan p = PlanStep(in);
+  EXPECT_EQ(p.admit, 1);  // it takes a slot now and prefills when budget frees up
+  ASSERT_EQ(p.prefill.size(), 1u);
+  EXPECT_EQ(p.prefill[0].tokens, 64);
+}
+
+TEST(Scheduler, DecodeIsCappedByTheBatch) {
+  SchedulerInput in;
+  in.batch_capacity = 2;
+  in.running = {Generating(1), Generating(2), Generating(3)};
+  const StepPlan p = PlanStep(in);
+  EXPECT_EQ(p.decode.size(), 2u);
+  EXPECT_EQ(p.batch_tokens, 2);
+}
+
+TEST(Scheduler, EmptyInputPlansNothing) {
+  const StepPlan p = PlanStep(SchedulerInput{});
+  EXPECT_EQ(p.admit, 0);
+  EXPECT_TRUE(p.decode.empty());
+  EXPECT_TRUE(p.prefill.empty());
+}
+
+}  // namespace
+}  // namespace llmux
