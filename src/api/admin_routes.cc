@@ -24,6 +24,7 @@ Json EngineJson(const EngineStats& s) {
   j["generated_tokens"] = s.generated_tokens;
   j["steps"] = s.steps;
   j["prompt_ms"] = s.prompt_ms;
+  j["decode_tokens"] = s.decode_tokens;
   j["decode_ms"] = s.decode_ms;
   return j;
 }

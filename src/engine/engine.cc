@@ -309,6 +309,7 @@ void Engine::Step() {
       counters_.prompt_ms += ms;
     } else {
       counters_.decode_ms += ms;
+      counters_.decode_tokens += static_cast<uint64_t>(batch_->size());
     }
     for (Sequence* s : in_batch) {
       if (s->batch_index < 0) continue;

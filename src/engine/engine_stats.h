@@ -24,7 +24,8 @@ struct EngineStats {
   uint64_t generated_tokens = 0;   // tokens sampled
   uint64_t steps = 0;              // llama_decode calls
   double prompt_ms = 0;            // time in steps that carried prompt tokens
-  double decode_ms = 0;            // time in steps that carried only generated tokens
+  uint64_t decode_tokens = 0;      // tokens in steps that carried only generated tokens
+  double decode_ms = 0;            // time in those steps (decode_tokens / decode_ms = decode rate)
 };
 
 }  // namespace llmux
