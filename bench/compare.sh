@@ -32,7 +32,7 @@ for mode in split unified; do
 done
 
 echo "bench: llmux" >&2
-node bench/llmux_rates.mjs --bin "$BUILD/src/llmux" --model "$MODEL" --threads "$THREADS" \
+node bench/llmux_rates.mjs --bin "$root/$BUILD/src/llmux" --model "$MODEL" --threads "$THREADS" \
   --pp "$PP" --tg "$TG" --batch "$B" --npp "$NPP" --ntg "$NTG" --reps "$REPS" > "$out/llmux.json"
 
 node bench/report_rates.mjs "$out" "$THREADS" "$MODEL" | tee "$out/report.md"

@@ -217,8 +217,9 @@ bool Engine::ApplyCommands(std::vector<Command>& commands) {
       case Command::Kind::kCancel: {
         auto w = std::find_if(waiting_.begin(), waiting_.end(), [&](const Job& j) { return j.id == c.id; });
         if (w != waiting_.end()) {
-          FinishWaiting(*w, FinishReason::kCancelled, "the request was cancelled");
+          Job job = std::move(*w);
           waiting_.erase(w);
+          FinishWaiting(job, FinishReason::kCancelled, "the request was cancelled");
           break;
         }
         for (size_t i = 0; i < running_.size(); ++i) {
@@ -370,6 +371,8 @@ void Engine::Retire(size_t index, FinishReason reason, std::string message) {
     case FinishReason::kCancelled: ++counters_.requests_cancelled; break;
     case FinishReason::kError: ++counters_.requests_failed; break;
   }
+  // Stats first: a client that has seen its request end must see it counted.
+  PublishStats();
   s->job.stream->Finish(std::move(c));
 }
 
@@ -380,12 +383,15 @@ void Engine::FinishWaiting(Job& job, FinishReason reason, const std::string& mes
   c.usage.prompt_tokens = static_cast<int32_t>(job.request.prompt.size());
   c.timings.queued_ms = Millis(job.submitted, Clock::now());
   if (reason == FinishReason::kCancelled) ++counters_.requests_cancelled;
+  if (reason == FinishReason::kError) ++counters_.requests_failed;
+  PublishStats();  // `job` has already left waiting_
   job.stream->Finish(std::move(c));
 }
 
 void Engine::CancelEverything(FinishReason reason, const std::string& message) {
-  for (Job& job : waiting_) FinishWaiting(job, reason, message);
-  waiting_.clear();
+  std::deque<Job> jobs;
+  jobs.swap(waiting_);
+  for (Job& job : jobs) FinishWaiting(job, reason, message);
   for (size_t i = running_.size(); i-- > 0;) Retire(i, reason, message);
 }
 

@@ -89,7 +89,7 @@ class Engine {
   void Admit(Job job);
   void OnToken(Sequence& seq, int32_t token);
   void Retire(size_t index, FinishReason reason, std::string message);
-  void FinishWaiting(Job& job, FinishReason reason, const std::string& message);
+  void FinishWaiting(Job& job, FinishReason reason, const std::string& message);  // job already out of waiting_
   void CancelEverything(FinishReason reason, const std::string& message);
   void PublishStats();
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { startServer, postJson } from './lib/server.mjs';
 
-const TOOL = process.env.LLMUX_MAKE_MODEL ?? path.resolve('../../build/tools/make_model/llmux-make-model');
+const TOOL = process.env.LLMUX_MAKE_MODEL ?? path.resolve(import.meta.dirname ?? '.', '../../build/tools/make_model/llmux-make-model');
 const sha = (file) => createHash('sha256').update(readFileSync(file)).digest('hex');
 
 describe('llmux-make-model', () => {

@@ -6,16 +6,19 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-export const BIN = process.env.LLMUX_BIN ?? path.resolve('../../build/src/llmux');
-export const MODEL_DIR = process.env.LLMUX_MODEL_DIR ?? path.resolve('../../models');
-export const modelPath = (name) => path.join(MODEL_DIR, `${name}.gguf`);
+// Defaults are relative to the repository, not to the working directory.
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const bin = () => process.env.LLMUX_BIN ?? path.join(REPO, 'build/src/llmux');
+const modelDir = () => process.env.LLMUX_MODEL_DIR ?? path.join(REPO, 'models');
+export const modelPath = (name) => path.join(modelDir(), `${name}.gguf`);
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // Spawns `llmux serve <args> --port 0` and resolves once /health answers 200.
 export async function startServer(args, { readyTimeoutMs = 60_000 } = {}) {
-  const proc = spawn(BIN, ['serve', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(bin(), ['serve', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   proc.stdout.on('data', (d) => { output += d; });
   proc.stderr.on('data', (d) => { output += d; });
