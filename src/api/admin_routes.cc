@@ -15,6 +15,7 @@ Json EngineJson(const EngineStats& s) {
   j["slots_total"] = s.slots_total;
   j["slots_busy"] = s.slots_busy;
   j["kv_cells_used"] = s.kv_cells_used;
+  j["kv_cells_retained"] = s.kv_cells_retained;
   j["kv_cells_total"] = s.kv_cells_total;
   j["pending_commands"] = s.pending_commands;
   j["requests_completed"] = s.requests_completed;

@@ -29,7 +29,7 @@ int ParseCommandLine(int argc, char** argv, ServeOptions* o) {
       ->check(CLI::Range(0, 1 << 24))
       ->capture_default_str();
   serve->add_option("--parallel", o->parallel, "Sequences decoded at once (continuous batching slots)")
-      ->check(CLI::Range(1, 128))
+      ->check(CLI::Range(1, 126))
       ->capture_default_str();
   serve->add_option("--threads", o->threads, "Compute threads; 0 = one per CPU core")
       ->check(CLI::Range(0, 1024))

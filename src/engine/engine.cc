@@ -73,6 +73,7 @@ std::unique_ptr<Engine> Engine::Start(std::unique_ptr<runtime::Model> model, con
     const int32_t train = model->train_context_length();
     resolved.context_per_sequence = train > 0 ? std::min<int32_t>(kDefaultContext, train) : kDefaultContext;
   }
+  resolved.parallel = std::clamp<int32_t>(resolved.parallel, 1, EngineOptions::kMaxParallel);
   resolved.batch_size = std::max(resolved.batch_size, resolved.parallel);
   std::unique_ptr<Engine> engine(new Engine(std::move(model), std::move(tmpl), resolved));
   std::promise<std::string> started;
@@ -90,7 +91,8 @@ std::unique_ptr<Engine> Engine::Start(std::unique_ptr<runtime::Model> model, con
 Engine::Engine(std::unique_ptr<runtime::Model> model, std::unique_ptr<runtime::ChatTemplate> tmpl,
                const EngineOptions& options)
     : options_(options), model_(std::move(model)), chat_template_(std::move(tmpl)) {
-  for (int32_t s = options_.parallel - 1; s >= 0; --s) free_slots_.push_back(s);
+  // Ids [0, 2*parallel) serve requests (running or retained); the scratch ids follow.
+  for (int32_t s = 2 * options_.parallel - 1; s >= 0; --s) free_ids_.push_back(s);
 }
 
 Engine::~Engine() {
@@ -171,7 +173,7 @@ EngineStats Engine::Stats() const {
 
 void Engine::Run(std::promise<std::string>* started) {
   runtime::ContextOptions copts;
-  copts.sequences = static_cast<uint32_t>(options_.parallel + options_.scratch_sequences);
+  copts.sequences = static_cast<uint32_t>(2 * options_.parallel + options_.scratch_sequences);
   copts.kv_cells = static_cast<uint32_t>(options_.parallel) * static_cast<uint32_t>(options_.context_per_sequence);
   copts.max_batch = static_cast<uint32_t>(options_.batch_size);
   copts.threads = options_.threads;
@@ -199,9 +201,11 @@ void Engine::Run(std::promise<std::string>* started) {
     keep_running = ApplyCommands(commands);
     commands.clear();
     if (keep_running && (!waiting_.empty() || !running_.empty())) Step();
+    if (waiting_.empty() && running_.empty()) ReleaseRetained(0, 0);  // idle: nobody to disturb
     PublishStats();
   }
   CancelEverything(FinishReason::kCancelled, "the model was unloaded");
+  ReleaseRetained(0, 0);
   PublishStats();
   batch_.reset();
   context_.reset();  // the context dies on the thread that owned it
@@ -243,8 +247,8 @@ bool Engine::ApplyCommands(std::vector<Command>& commands) {
 
 void Engine::Admit(Job job) {
   auto seq = std::make_unique<Sequence>(std::move(job));
-  seq->seq = free_slots_.back();
-  free_slots_.pop_back();
+  seq->seq = free_ids_.back();
+  free_ids_.pop_back();
   seq->sampler = runtime::Sampler::Create(*model_, seq->job.request.sampling);
   seq->sampler->Observe(seq->job.request.prompt);
   seq->admitted = Clock::now();
@@ -254,15 +258,22 @@ void Engine::Admit(Job job) {
 void Engine::Step() {
   SchedulerInput in;
   in.batch_capacity = options_.batch_size;
-  in.free_slots = static_cast<int32_t>(free_slots_.size());
+  in.free_slots = options_.parallel - static_cast<int32_t>(running_.size());
   in.running.reserve(running_.size());
   for (const auto& s : running_) {
     in.running.push_back({s->job.id, s->generating, s->prompt_size() - s->prompt_done});
   }
-  for (size_t i = 0; i < waiting_.size() && i < free_slots_.size(); ++i) {
+  for (size_t i = 0; i < waiting_.size() && static_cast<int32_t>(i) < in.free_slots; ++i) {
     in.waiting_prompts.push_back(static_cast<int32_t>(waiting_[i].request.prompt.size()));
   }
   const StepPlan plan = PlanStep(in);
+
+  // Every running or admitted sequence may grow to its full context: keep
+  // only the retained cells that this worst case leaves free.
+  // Sequence ids: running + retained + admitted must fit the 2 * parallel ids.
+  const int64_t busy = static_cast<int64_t>(running_.size()) + plan.admit;
+  ReleaseRetained((options_.parallel - busy) * options_.context_per_sequence,
+                  static_cast<size_t>(2 * options_.parallel - busy));
 
   for (int32_t a = 0; a < plan.admit; ++a) {
     Admit(std::move(waiting_.front()));
@@ -348,9 +359,12 @@ void Engine::OnToken(Sequence& s, Token token) {
 void Engine::Retire(size_t index, FinishReason reason, std::string message) {
   std::unique_ptr<Sequence> s = std::move(running_[index]);
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
-  context_->ClearSequence(s->seq);
-  free_slots_.push_back(s->seq);
-  std::sort(free_slots_.rbegin(), free_slots_.rend());  // lowest id is reused first
+  if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
+    retained_.push_back({s->seq, s->n_past});
+    retained_cells_ += s->n_past;
+  } else {
+    FreeSequence(s->seq);  // a cancelled or failed request leaves nothing behind
+  }
 
   const Clock::time_point now = Clock::now();
   Completion c;
@@ -374,6 +388,20 @@ void Engine::Retire(size_t index, FinishReason reason, std::string message) {
   // Stats first: a client that has seen its request end must see it counted.
   PublishStats();
   s->job.stream->Finish(std::move(c));
+}
+
+void Engine::FreeSequence(SeqId seq) {
+  context_->ClearSequence(seq);
+  free_ids_.push_back(seq);
+  std::sort(free_ids_.rbegin(), free_ids_.rend());  // lowest id is reused first
+}
+
+void Engine::ReleaseRetained(int64_t max_cells, size_t max_sequences) {
+  while (!retained_.empty() && (retained_cells_ > max_cells || retained_.size() > max_sequences)) {
+    retained_cells_ -= retained_.front().cells;
+    FreeSequence(retained_.front().seq);
+    retained_.pop_front();
+  }
 }
 
 void Engine::FinishWaiting(Job& job, FinishReason reason, const std::string& message) {
@@ -406,6 +434,7 @@ void Engine::PublishStats() {
     s.kv_cells_used += seq->n_past;
   }
   s.slots_busy = static_cast<int32_t>(running_.size());
+  s.kv_cells_retained = retained_cells_;
   {
     std::lock_guard<std::mutex> lock(mu_);
     s.pending_commands = static_cast<int32_t>(commands_.size());

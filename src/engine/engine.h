@@ -7,6 +7,16 @@
 // prefilling ones (see scheduler.h), samples with each request's own
 // sampler, and pushes text to each request's TokenStream.
 //
+// KV cells: the cache is unified (parallel * context_per_sequence cells), so
+// every running sequence can always reach its full context. A completed
+// sequence's cells are not freed at once but retained until the engine is
+// idle or the worst-case demand of running and admitted sequences needs them.
+// Freeing cells below a running sequence would make llama.cpp place its next
+// tokens out of position order, which changes the floating-point summation
+// order of attention; retaining keeps a greedy request's output independent
+// of its neighbours (and is tier 0 of the prefix cache to come). Cancelled
+// and failed sequences are freed at once.
+//
 // Lifecycle: Start() creates the context on the new thread and returns once
 // it exists. The destructor finishes every request still queued or running
 // (each stream gets a terminal Completion), joins the thread, frees the
@@ -41,6 +51,7 @@ class Model;
 }  // namespace runtime
 
 struct EngineOptions {
+  static constexpr int32_t kMaxParallel = 126;  // 2 * parallel + scratch ids must fit LLAMA_MAX_SEQ (256)
   int32_t parallel = 8;                 // sequences that run at once
   int32_t context_per_sequence = 4096;  // most tokens (prompt + output) of one sequence
   int32_t batch_size = 512;             // most tokens one step decodes
@@ -89,6 +100,10 @@ class Engine {
   void Admit(Job job);
   void OnToken(Sequence& seq, int32_t token);
   void Retire(size_t index, FinishReason reason, std::string message);
+  // Frees retained sequences, oldest first, until at most `max_cells` cells
+  // and `max_sequences` sequences remain.
+  void ReleaseRetained(int64_t max_cells, size_t max_sequences);
+  void FreeSequence(SeqId seq);
   void FinishWaiting(Job& job, FinishReason reason, const std::string& message);  // job already out of waiting_
   void CancelEverything(FinishReason reason, const std::string& message);
   void PublishStats();
@@ -103,12 +118,19 @@ class Engine {
   std::vector<Command> commands_;
   uint64_t next_request_id_ = 1;
 
-  // Engine-thread state: the per-request bookkeeping.
+  // Engine-thread state. The per-request bookkeeping is waiting_ and running_.
   std::unique_ptr<runtime::Context> context_;
   std::unique_ptr<runtime::Batch> batch_;
   std::deque<Job> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order
-  std::vector<int32_t> free_slots_;
+  // Completed sequences whose KV cells are kept, oldest first (see ReleaseRetained).
+  struct Retained {
+    SeqId seq;
+    int64_t cells;
+  };
+  std::deque<Retained> retained_;
+  int64_t retained_cells_ = 0;
+  std::vector<SeqId> free_ids_;  // sequence ids not running and not retained; lowest last
   EngineStats counters_;
 
   mutable std::mutex stats_mu_;

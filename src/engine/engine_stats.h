@@ -13,7 +13,8 @@ struct EngineStats {
   int32_t generating = 0;
   int32_t slots_total = 0;     // sequences that can run at once (--parallel)
   int32_t slots_busy = 0;
-  int64_t kv_cells_used = 0;   // cells held by running sequences
+  int64_t kv_cells_used = 0;      // cells held by running sequences
+  int64_t kv_cells_retained = 0;  // cells of completed sequences not yet freed (see engine.h)
   int64_t kv_cells_total = 0;
   int32_t pending_commands = 0;
   // Lifetime counters.

@@ -113,6 +113,64 @@ TEST(Engine, GreedyOutputIsTheSameAloneAndBatched) {
   for (size_t i = 4; i < streams.size(); ++i) Collect(streams[i]);
 }
 
+// A neighbour that finishes early must not change a running greedy request:
+// its cells are retained, so the survivors' next tokens stay in position order.
+// A long "pacer" request runs throughout both runs so every step decodes at
+// least two rows (llama.cpp uses another matmul kernel for a single row).
+TEST(Engine, AnEarlyFinisherDoesNotChangeItsNeighboursOutput) {
+  auto engine = StartEngine();
+  ASSERT_TRUE(engine);
+  auto run = [&](bool with_early_finisher) {
+    GenerationRequest pacer = Request(*engine, "Pacer", 3000);
+    pacer.ignore_eos = true;
+    auto p = engine->Submit(std::move(pacer));
+    EXPECT_TRUE(WaitUntil([&] { return engine->Stats().generating == 1; }));
+    std::shared_ptr<TokenStream> early;
+    if (with_early_finisher) early = engine->Submit(Request(*engine, "Early bird", 40));
+    std::vector<std::shared_ptr<TokenStream>> late;
+    for (int i = 0; i < 3; ++i) late.push_back(engine->Submit(Request(*engine, "Neighbours", 200)));
+    std::vector<std::string> texts;
+    for (auto& s : late) texts.push_back(Collect(s).text);
+    if (early) EXPECT_EQ(Collect(early).completion.reason, FinishReason::kLength);
+    engine->Cancel(p->request_id());
+    Collect(p);
+    return texts;
+  };
+  const std::vector<std::string> reference = run(false);
+  EXPECT_EQ(reference[1], reference[0]);
+  EXPECT_EQ(reference[2], reference[0]);
+  const std::vector<std::string> with_early = run(true);
+  for (const std::string& t : with_early) EXPECT_EQ(t, reference[0]);
+  EXPECT_TRUE(WaitUntil([&] { return engine->Stats().kv_cells_retained == 0; }));  // released once idle
+}
+
+TEST(Engine, RetainedCellsNeverStarveRunningSequences) {
+  EngineOptions o;
+  o.parallel = 2;
+  o.context_per_sequence = 64;
+  auto engine = StartEngine(o);
+  ASSERT_TRUE(engine);
+  // A long runner fills its context while many short requests complete beside it,
+  // more than the sequence ids and cells could hold if nothing were released.
+  GenerationRequest g;
+  g.prompt = Tokens(8, 100);
+  g.ignore_eos = true;
+  auto runner = engine->Submit(std::move(g));
+  std::vector<std::shared_ptr<TokenStream>> shorts;
+  for (int i = 0; i < 12; ++i) {
+    GenerationRequest s;
+    s.prompt = Tokens(20, static_cast<Token>(200 + i));
+    s.max_tokens = 30;
+    s.ignore_eos = true;
+    shorts.push_back(engine->Submit(std::move(s)));
+  }
+  for (auto& s : shorts) EXPECT_EQ(Collect(s).completion.reason, FinishReason::kLength);
+  const Result r = Collect(runner);
+  EXPECT_EQ(r.completion.reason, FinishReason::kLength);
+  EXPECT_EQ(r.completion.usage.completion_tokens, 64 - 8 + 1);
+  EXPECT_EQ(engine->Stats().requests_failed, 0u);
+}
+
 TEST(Engine, EachRequestSamplesWithItsOwnSeed) {
   auto engine = StartEngine();
   ASSERT_TRUE(engine);
