@@ -97,13 +97,9 @@ Engine::Engine(std::unique_ptr<runtime::Model> model, std::unique_ptr<runtime::C
 
 Engine::~Engine() {
   if (thread_.joinable()) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      Command stop;
-      stop.kind = Command::Kind::kStop;
-      commands_.push_back(std::move(stop));
-    }
-    wake_.notify_one();
+    Command stop;
+    stop.kind = Command::Kind::kStop;
+    Post(std::move(stop));
     thread_.join();
   }
   // Requests submitted after the thread stopped still get a terminal event.
@@ -130,35 +126,31 @@ std::shared_ptr<TokenStream> Engine::Submit(GenerationRequest request) {
   }
   job.request = std::move(request);
   job.submitted = Clock::now();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    Command submit;
-    submit.kind = Command::Kind::kSubmit;
-    submit.job = std::move(job);
-    commands_.push_back(std::move(submit));
-  }
-  wake_.notify_one();
+  Command submit;
+  submit.kind = Command::Kind::kSubmit;
+  submit.job = std::move(job);
+  Post(std::move(submit));
   return stream;
 }
 
 void Engine::Cancel(uint64_t request_id) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    Command cancel;
-    cancel.kind = Command::Kind::kCancel;
-    cancel.id = request_id;
-    commands_.push_back(std::move(cancel));
-  }
-  wake_.notify_one();
+  Command cancel;
+  cancel.kind = Command::Kind::kCancel;
+  cancel.id = request_id;
+  Post(std::move(cancel));
 }
 
 void Engine::CancelAll(const std::string& reason) {
+  Command cancel;
+  cancel.kind = Command::Kind::kCancelAll;
+  cancel.reason = reason;
+  Post(std::move(cancel));
+}
+
+void Engine::Post(Command command) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Command cancel;
-    cancel.kind = Command::Kind::kCancelAll;
-    cancel.reason = reason;
-    commands_.push_back(std::move(cancel));
+    commands_.push_back(std::move(command));
   }
   wake_.notify_one();
 }

@@ -93,6 +93,8 @@ class Engine {
   Engine(std::unique_ptr<runtime::Model> model, std::unique_ptr<runtime::ChatTemplate> tmpl,
          const EngineOptions& options);
 
+  void Post(Command command);  // queues a command for the engine thread and wakes it
+
   // --- engine thread ---
   void Run(std::promise<std::string>* started);
   bool ApplyCommands(std::vector<Command>& commands);  // false: stop requested
