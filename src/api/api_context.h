@@ -12,12 +12,16 @@
 
 namespace llmux {
 class EnginePool;
+class ModelRegistry;
+class ModelSettingsStore;
 }
 
 namespace llmux::api {
 
 struct ApiContext {
   EnginePool* pool = nullptr;
+  const ModelRegistry* registry = nullptr;
+  ModelSettingsStore* settings = nullptr;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::atomic<bool> ready{false};            // start-up preloads finished
   std::function<int()> open_connections;     // for /api/status

@@ -1,6 +1,7 @@
 #include "api/generation_call.h"
 
 #include "api/api_error.h"
+#include "api/pool_errors.h"
 #include "engine/engine.h"
 #include "http/sse.h"
 
@@ -57,13 +58,10 @@ void GenerationCall::Finish(const Completion& c) {
       exchange_->Reply(200, "application/json", Dump(CompletionJson(format_.identity, text_, c)));
     }
   } else {
-    // Cancelled by the server (unload, shutdown) or failed: the client gets a
-    // terminal error, never silence. A client that left gets nothing.
-    ApiError e;
-    e.status = c.reason == FinishReason::kCancelled ? 503 : 500;
-    e.type = c.reason == FinishReason::kCancelled ? "unavailable_error" : "server_error";
-    e.code = c.reason == FinishReason::kCancelled ? "request_cancelled" : "inference_failed";
-    e.message = c.error.empty() ? "the request was cancelled" : c.error;
+    // Cancelled by the server (unload, shutdown) or failed (engine, memory
+    // enforcer): the client gets a terminal error, never silence. A client
+    // that left gets nothing.
+    const ApiError e = CompletionError(c);
     if (format_.stream) {
       exchange_->SendEvent(http::SseData(e.Body()));
       exchange_->SendEvent(http::SseData("[DONE]"));

@@ -5,6 +5,7 @@
 #include "api/generation_call.h"
 #include "api/openai_request.h"
 #include "api/openai_response.h"
+#include "api/pool_errors.h"
 #include "engine/engine.h"
 #include "pool/engine_pool.h"
 #include "runtime/chat_template.h"
@@ -22,36 +23,6 @@ namespace {
 
 int64_t UnixNow() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-ApiError AcquireError(const Acquired& a) {
-  ApiError e;
-  e.message = a.message;
-  switch (a.failure) {
-    case AcquireFailure::kUnknownModel:
-      e.status = 404;
-      e.type = "not_found_error";
-      e.code = "model_not_found";
-      e.param = "model";
-      break;
-    case AcquireFailure::kBusy:
-      e.status = 503;
-      e.type = "unavailable_error";
-      e.code = "model_busy";
-      break;
-    case AcquireFailure::kShuttingDown:
-      e.status = 503;
-      e.type = "unavailable_error";
-      e.code = "shutting_down";
-      break;
-    case AcquireFailure::kLoadFailed:
-    case AcquireFailure::kNone:
-      e.status = 500;
-      e.type = "server_error";
-      e.code = "model_load_failed";
-      break;
-  }
-  return e;
 }
 
 ApiError ContextExceeded(size_t n_prompt, int32_t n_ctx) {
@@ -97,14 +68,23 @@ void Generate(const std::shared_ptr<http::Exchange>& ex, Lease lease, const Text
   GenerationCall::Start(ex, std::move(lease), ToGeneration(params, std::move(prompt)), std::move(format));
 }
 
-void ChatCompletions(ApiContext& ctx, const std::shared_ptr<http::Exchange>& ex) {
-  Json body;
-  if (auto e = ParseJsonObject(ex->request().body, &body)) return SendError(*ex, *e);
-  ChatRequest req;
-  if (auto e = ParseChatRequest(body, &req)) return SendError(*ex, *e);
-  Acquired a = ctx.pool->Acquire(req.params.model);
-  if (!a.ok()) return SendError(*ex, AcquireError(a));
-  Lease lease = std::move(*a.lease);
+// Acquires a lease without blocking the worker thread on a model load; the
+// rest of the handler runs on a worker once the model is there.
+template <typename Request, typename Continue>
+void WithLease(ApiContext& ctx, const std::shared_ptr<http::Exchange>& ex, Request request, Continue next) {
+  auto req = std::make_shared<Request>(std::move(request));
+  const std::string model = req->params.model;
+  ctx.pool->AcquireAsync(model, [ex, req, next](Acquired a) {
+    auto acquired = std::make_shared<Acquired>(std::move(a));
+    ex->PostWork([ex, req, next, acquired] {
+      if (!acquired->ok()) return SendError(*ex, AcquireError(*acquired));
+      if (ex->client_gone()) return;  // left while the model loaded; the lease ends here
+      next(ex, *req, std::move(*acquired->lease));
+    });
+  });
+}
+
+void ContinueChat(const std::shared_ptr<http::Exchange>& ex, const ChatRequest& req, Lease lease) {
   std::string prompt, error;
   if (!lease.engine().chat_template().Render(req.messages, /*add_generation_prompt=*/true, &prompt, &error)) {
     return SendError(*ex, InvalidField("messages", error, "chat_template_error"));
@@ -113,14 +93,7 @@ void ChatCompletions(ApiContext& ctx, const std::shared_ptr<http::Exchange>& ex)
   Generate(ex, std::move(lease), req.params, std::move(tokens), CompletionKind::kChat, "messages");
 }
 
-void Completions(ApiContext& ctx, const std::shared_ptr<http::Exchange>& ex) {
-  Json body;
-  if (auto e = ParseJsonObject(ex->request().body, &body)) return SendError(*ex, *e);
-  CompletionRequest req;
-  if (auto e = ParseCompletionRequest(body, &req)) return SendError(*ex, *e);
-  Acquired a = ctx.pool->Acquire(req.params.model);
-  if (!a.ok()) return SendError(*ex, AcquireError(a));
-  Lease lease = std::move(*a.lease);
+void ContinueCompletion(const std::shared_ptr<http::Exchange>& ex, const CompletionRequest& req, Lease lease) {
   const runtime::Model& model = lease.engine().model();
   Tokens tokens;
   if (req.prompt_is_tokens) {
@@ -130,22 +103,39 @@ void Completions(ApiContext& ctx, const std::shared_ptr<http::Exchange>& ex) {
                                                          std::to_string(model.vocab_size()) + ")"));
       }
     }
-    tokens = std::move(req.prompt_tokens);
+    tokens = req.prompt_tokens;
   } else {
     tokens = model.Tokenize(req.prompt_text, /*add_special=*/true, /*parse_special=*/true);
   }
   Generate(ex, std::move(lease), req.params, std::move(tokens), CompletionKind::kText, "prompt");
 }
 
+void ChatCompletions(ApiContext& ctx, const std::shared_ptr<http::Exchange>& ex) {
+  Json body;
+  if (auto e = ParseJsonObject(ex->request().body, &body)) return SendError(*ex, *e);
+  ChatRequest req;
+  if (auto e = ParseChatRequest(body, &req)) return SendError(*ex, *e);
+  WithLease(ctx, ex, std::move(req), ContinueChat);
+}
+
+void Completions(ApiContext& ctx, const std::shared_ptr<http::Exchange>& ex) {
+  Json body;
+  if (auto e = ParseJsonObject(ex->request().body, &body)) return SendError(*ex, *e);
+  CompletionRequest req;
+  if (auto e = ParseCompletionRequest(body, &req)) return SendError(*ex, *e);
+  WithLease(ctx, ex, std::move(req), ContinueCompletion);
+}
+
 void ListModels(ApiContext& ctx, const std::shared_ptr<http::Exchange>& ex) {
   Json data = Json::array();
-  for (const ModelStatus& m : ctx.pool->Status()) {
+  for (const ModelStatus& m : ctx.pool->Status().models) {
     Json j = Json::object();
     j["id"] = m.id;
     j["object"] = "model";
     j["created"] = 0;
     j["owned_by"] = "llmux";
     j["status"] = ModelStateName(m.state);
+    if (!m.alias.empty()) j["alias"] = m.alias;
     data.push_back(std::move(j));
   }
   Json body = Json::object();

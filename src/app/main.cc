@@ -14,9 +14,15 @@
 #include "api/openai_routes.h"
 #include "app/serve_options.h"
 #include "http/server.h"
+#include "engine/compute_slot.h"
 #include "pool/engine_pool.h"
+#include "pool/llama_model_loader.h"
+#include "pool/memory_probe.h"
+#include "pool/model_settings.h"
 #include "pool/model_registry.h"
 #include "runtime/backend.h"
+#include "sys/memory_limit.h"
+#include "sys/memory_probe.h"
 
 namespace llmux::app {
 namespace {
@@ -37,7 +43,26 @@ EngineOptions ToEngineOptions(const ServeOptions& o) {
   e.batch_size = std::max(o.batch_size, o.parallel);  // every generating sequence fits one step
   const unsigned cores = std::thread::hardware_concurrency();
   e.threads = o.threads > 0 ? o.threads : static_cast<int>(cores > 0 ? cores : 4);
+  // One CPU: engines of different models take turns step by step.
+  e.compute_slot = std::make_shared<ComputeSlot>();
   return e;
+}
+
+// Resolves --max-process-memory and --max-model-memory against this machine.
+void SetLimits(const ServeOptions& o, PoolOptions* p) {
+  const auto machine = sys::ReadMachineMemory();
+  const uint64_t ram = machine ? machine->total : 0;
+  std::string error;
+  const sys::ProcessMemoryLimits process = sys::ResolveProcessLimits(*sys::ParseMemoryLimit(o.max_process_memory, &error), ram);
+  if (process.enabled) {
+    p->soft_limit_bytes = process.soft;
+    p->hard_limit_bytes = process.hard;
+  }
+  p->max_model_bytes = sys::ResolveModelLimit(*sys::ParseMemoryLimit(o.max_model_memory, &error), ram, process);
+  spdlog::info("memory: RAM {}; --max-process-memory {} (hard {}); --max-model-memory {}", sys::FormatBytes(ram),
+               process.enabled ? sys::FormatBytes(process.soft) : "disabled",
+               process.enabled ? sys::FormatBytes(process.hard) : "disabled",
+               p->max_model_bytes ? sys::FormatBytes(*p->max_model_bytes) : "disabled");
 }
 
 int Serve(const ServeOptions& o) {
@@ -62,14 +87,30 @@ int Serve(const ServeOptions& o) {
     spdlog::error("no models found (looked for *.gguf files)");
     return 1;
   }
+  ModelSettingsStore settings;
+  if (!settings.Open(o.settings_file.empty() ? DefaultSettingsPath() : o.settings_file, &error)) {
+    spdlog::error("{}", error);
+    return 1;
+  }
 
   PoolOptions pool_options;
   pool_options.engine = ToEngineOptions(o);
-  pool_options.load.use_mmap = o.mmap;
-  EnginePool pool(registry, pool_options);
+  pool_options.idle_ttl = std::chrono::seconds(o.idle_ttl_seconds);
+  pool_options.pinned = o.pinned;
+  // A single model given with --model is what this server is for: load it at
+  // start and keep it.
+  if (registry.models().size() == 1 && o.model_dirs.empty()) pool_options.pinned.push_back(registry.models()[0].id);
+  SetLimits(o, &pool_options);
+  runtime::ModelLoadOptions load_options;
+  load_options.use_mmap = o.mmap;
+  LlamaModelLoader loader(load_options);
+  SystemMemoryProbe probe;
+  EnginePool pool(registry, settings, loader, probe, pool_options);
 
   api::ApiContext api_context;
   api_context.pool = &pool;
+  api_context.registry = &registry;
+  api_context.settings = &settings;
   http::Router router;
   api::AddOpenAiRoutes(router, api_context);
   api::AddAdminRoutes(router, api_context);
@@ -99,15 +140,9 @@ int Serve(const ServeOptions& o) {
   std::fflush(stdout);
   spdlog::info("serving {} model(s): {}", registry.models().size(), registry.IdList());
 
-  // A single model given with --model is loaded up front; /health says
-  // "loading" until it is ready. Models from directories load on first use.
-  if (registry.models().size() == 1 && o.model_dirs.empty()) {
-    if (!pool.Preload(registry.models().front().id, &error)) {
-      spdlog::error("{}", error);
-      server.Stop();
-      return 1;
-    }
-  }
+  // Pinned models load now; /health says "loading" until they are ready.
+  // Other models load on first use.
+  pool.PreloadPinned();
   api_context.ready = true;
 
   int sig = 0;

@@ -4,7 +4,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "app/byte_size.h"
+#include "sys/byte_size.h"
+#include "sys/memory_limit.h"
 
 namespace llmux::app {
 
@@ -44,6 +45,21 @@ int ParseCommandLine(int argc, char** argv, ServeOptions* o) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   serve->add_flag("!--no-mmap", o->mmap, "Read weights into memory instead of mapping the file");
+  serve->add_option("--settings", o->settings_file,
+                    "Per-model settings file (alias, pinned, ttl_seconds, ctx_size); default ~/.config/llmux/models.json");
+  serve->add_option("--pin", o->pinned, "Load this model at start and never evict it (repeatable)");
+  serve->add_option("--idle-ttl", o->idle_ttl_seconds,
+                    "Unload a model idle for this many seconds (per-model ttl_seconds overrides); 0 = never")
+      ->check(CLI::Range(0, 31536000))
+      ->capture_default_str();
+  serve->add_option("--max-model-memory", o->max_model_memory,
+                    "Most memory all loaded models may take together: SIZE (e.g. 16GiB), NN% of RAM, auto "
+                    "(= the process limit) or disabled")
+      ->capture_default_str();
+  serve->add_option("--max-process-memory", o->max_process_memory,
+                    "Process memory limit: SIZE, NN% of RAM, auto (RAM - clamp(20% of RAM, 2 GiB, 8 GiB)) or "
+                    "disabled; the enforcer evicts above it and stops requests above max(RAM - 4 GiB, limit)")
+      ->capture_default_str();
   serve->add_option("--log-level", o->log_level, "trace, debug, info, warn, error or off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
@@ -53,12 +69,19 @@ int ParseCommandLine(int argc, char** argv, ServeOptions* o) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  const auto bytes = ParseByteSize(max_body);
+  const auto bytes = sys::ParseByteSize(max_body);
   if (!bytes || *bytes == 0) {
     std::cerr << "--max-body: '" << max_body << "' is not a size (e.g. 32MiB)\n";
     return 2;
   }
   o->max_body = *bytes;
+  for (const std::string* spec : {&o->max_model_memory, &o->max_process_memory}) {
+    std::string error;
+    if (!sys::ParseMemoryLimit(*spec, &error)) {
+      std::cerr << (spec == &o->max_model_memory ? "--max-model-memory: " : "--max-process-memory: ") << error << "\n";
+      return 2;
+    }
+  }
   if (o->model_files.empty() && o->model_dirs.empty()) {
     std::cerr << "llmux serve: give at least one --model FILE or --model-dir DIR\n";
     return 2;

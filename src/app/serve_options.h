@@ -20,6 +20,12 @@ struct ServeOptions {
   int http_threads = 2;
   bool mmap = true;
   std::string log_level = "info";
+  // Pool.
+  std::string settings_file;                 // "" = the default (~/.config/llmux/models.json)
+  std::vector<std::string> pinned;           // --pin
+  int idle_ttl_seconds = 0;                  // 0 = no idle unloading
+  std::string max_model_memory = "auto";     // SIZE | NN% | auto | disabled
+  std::string max_process_memory = "auto";
 };
 
 // Parses argv. Returns -1 to continue with `*options` filled in, otherwise the

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <utility>
 
 #include <spdlog/spdlog.h>
@@ -18,8 +19,6 @@ namespace llmux {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-constexpr int32_t kDefaultContext = 4096;  // per sequence, when not configured
 
 double Millis(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
@@ -49,6 +48,7 @@ struct Engine::Sequence {
   bool done = false;         // finished this step; retired after it
   FinishReason reason = FinishReason::kStop;
   std::string message;
+  std::string code;
   Clock::time_point admitted;
   Clock::time_point first_token;
 
@@ -57,24 +57,19 @@ struct Engine::Sequence {
 };
 
 struct Engine::Command {
-  enum class Kind { kSubmit, kCancel, kCancelAll, kStop };
+  enum class Kind { kSubmit, kCancel, kCancelAll, kFailNewest, kWake, kStop };
   Kind kind = Kind::kStop;
   Job job;              // kSubmit
   uint64_t id = 0;      // kCancel
-  std::string reason;   // kCancelAll
+  std::string reason;   // kCancelAll, kFailNewest
+  std::string code;     // kCancelAll, kFailNewest
 };
 
 std::unique_ptr<Engine> Engine::Start(std::unique_ptr<runtime::Model> model, const EngineOptions& options,
                                       std::string* error) {
   auto tmpl = runtime::ChatTemplate::Create(*model, error);
   if (!tmpl) return nullptr;
-  EngineOptions resolved = options;
-  if (resolved.context_per_sequence <= 0) {
-    const int32_t train = model->train_context_length();
-    resolved.context_per_sequence = train > 0 ? std::min<int32_t>(kDefaultContext, train) : kDefaultContext;
-  }
-  resolved.parallel = std::clamp<int32_t>(resolved.parallel, 1, EngineOptions::kMaxParallel);
-  resolved.batch_size = std::max(resolved.batch_size, resolved.parallel);
+  const EngineOptions resolved = ResolveEngineOptions(options, model->train_context_length());
   std::unique_ptr<Engine> engine(new Engine(std::move(model), std::move(tmpl), resolved));
   std::promise<std::string> started;
   std::future<std::string> result = started.get_future();
@@ -95,7 +90,9 @@ Engine::Engine(std::unique_ptr<runtime::Model> model, std::unique_ptr<runtime::C
   for (int32_t s = 2 * options_.parallel - 1; s >= 0; --s) free_ids_.push_back(s);
 }
 
-Engine::~Engine() {
+Engine::~Engine() { Shutdown(); }
+
+void Engine::Shutdown() {
   if (thread_.joinable()) {
     Command stop;
     stop.kind = Command::Kind::kStop;
@@ -103,8 +100,15 @@ Engine::~Engine() {
     thread_.join();
   }
   // Requests submitted after the thread stopped still get a terminal event.
-  for (Command& c : commands_) {
-    if (c.kind == Command::Kind::kSubmit) FinishWaiting(c.job, FinishReason::kCancelled, "the model was unloaded");
+  std::vector<Command> late;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    late.swap(commands_);
+  }
+  for (Command& c : late) {
+    if (c.kind == Command::Kind::kSubmit) {
+      FinishWaiting(c.job, FinishReason::kCancelled, "the model was unloaded", "model_unloaded");
+    }
   }
 }
 
@@ -140,11 +144,27 @@ void Engine::Cancel(uint64_t request_id) {
   Post(std::move(cancel));
 }
 
-void Engine::CancelAll(const std::string& reason) {
+void Engine::CancelAll(const std::string& reason, const std::string& code) {
   Command cancel;
   cancel.kind = Command::Kind::kCancelAll;
   cancel.reason = reason;
+  cancel.code = code;
   Post(std::move(cancel));
+}
+
+void Engine::FailNewest(const std::string& message, const std::string& code) {
+  Command fail;
+  fail.kind = Command::Kind::kFailNewest;
+  fail.reason = message;
+  fail.code = code;
+  Post(std::move(fail));
+}
+
+void Engine::SetAdmissionPaused(bool paused) {
+  admission_paused_.store(paused);
+  Command wake;
+  wake.kind = Command::Kind::kWake;  // re-plan now rather than at the next command
+  Post(std::move(wake));
 }
 
 void Engine::Post(Command command) {
@@ -164,12 +184,7 @@ EngineStats Engine::Stats() const {
 // Engine thread.
 
 void Engine::Run(std::promise<std::string>* started) {
-  runtime::ContextOptions copts;
-  copts.sequences = static_cast<uint32_t>(2 * options_.parallel + options_.scratch_sequences);
-  copts.kv_cells = static_cast<uint32_t>(options_.parallel) * static_cast<uint32_t>(options_.context_per_sequence);
-  copts.max_batch = static_cast<uint32_t>(options_.batch_size);
-  copts.threads = options_.threads;
-  copts.batch_threads = options_.threads;
+  const runtime::ContextOptions copts = ContextOptionsFor(options_);
   std::string error;
   context_ = runtime::Context::Create(*model_, copts, &error);
   if (!context_) {
@@ -196,7 +211,7 @@ void Engine::Run(std::promise<std::string>* started) {
     if (waiting_.empty() && running_.empty()) ReleaseRetained(0, 0);  // idle: nobody to disturb
     PublishStats();
   }
-  CancelEverything(FinishReason::kCancelled, "the model was unloaded");
+  CancelEverything(FinishReason::kCancelled, "the model was unloaded", "model_unloaded");
   ReleaseRetained(0, 0);
   PublishStats();
   batch_.reset();
@@ -215,19 +230,24 @@ bool Engine::ApplyCommands(std::vector<Command>& commands) {
         if (w != waiting_.end()) {
           Job job = std::move(*w);
           waiting_.erase(w);
-          FinishWaiting(job, FinishReason::kCancelled, "the request was cancelled");
+          FinishWaiting(job, FinishReason::kCancelled, "the request was cancelled", "request_cancelled");
           break;
         }
         for (size_t i = 0; i < running_.size(); ++i) {
           if (running_[i]->job.id == c.id) {
-            Retire(i, FinishReason::kCancelled, "the request was cancelled");
+            Retire(i, FinishReason::kCancelled, "the request was cancelled", "request_cancelled");
             break;
           }
         }
         break;
       }
       case Command::Kind::kCancelAll:
-        CancelEverything(FinishReason::kCancelled, c.reason);
+        CancelEverything(FinishReason::kCancelled, c.reason, c.code);
+        break;
+      case Command::Kind::kFailNewest:
+        FailNewestRunning(c.reason, c.code);
+        break;
+      case Command::Kind::kWake:
         break;
       case Command::Kind::kStop:
         keep_running = false;
@@ -251,6 +271,8 @@ void Engine::Step() {
   SchedulerInput in;
   in.batch_capacity = options_.batch_size;
   in.free_slots = options_.parallel - static_cast<int32_t>(running_.size());
+  // Under memory pressure new requests wait, unless nothing runs here at all.
+  if (admission_paused_.load() && !running_.empty()) in.free_slots = 0;
   in.running.reserve(running_.size());
   for (const auto& s : running_) {
     in.running.push_back({s->job.id, s->generating, s->prompt_size() - s->prompt_done});
@@ -295,9 +317,12 @@ void Engine::Step() {
   }
   if (batch_->size() == 0) return;
 
+  std::optional<ComputeSlot::Turn> turn;
+  if (options_.compute_slot) turn.emplace(options_.compute_slot->Acquire());
   const Clock::time_point t0 = Clock::now();
   const runtime::DecodeStatus status = context_->Decode(*batch_);
   const double ms = Millis(t0, Clock::now());
+  turn.reset();
   ++counters_.steps;
   if (status != runtime::DecodeStatus::kOk) {
     const char* what = status == runtime::DecodeStatus::kNoKvSpace ? "the KV cache is full" : "llama_decode failed";
@@ -306,6 +331,7 @@ void Engine::Step() {
       s->done = true;
       s->reason = FinishReason::kError;
       s->message = std::string("inference failed: ") + what;
+      s->code = "inference_failed";
     }
   } else {
     counters_.prompt_tokens += static_cast<uint64_t>(prompt_tokens);
@@ -323,7 +349,7 @@ void Engine::Step() {
     }
   }
   for (size_t i = running_.size(); i-- > 0;) {
-    if (running_[i]->done) Retire(i, running_[i]->reason, running_[i]->message);
+    if (running_[i]->done) Retire(i, running_[i]->reason, running_[i]->message, running_[i]->code);
   }
 }
 
@@ -348,7 +374,7 @@ void Engine::OnToken(Sequence& s, Token token) {
   s.next_token = token;
 }
 
-void Engine::Retire(size_t index, FinishReason reason, std::string message) {
+void Engine::Retire(size_t index, FinishReason reason, std::string message, std::string code) {
   std::unique_ptr<Sequence> s = std::move(running_[index]);
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
   if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
@@ -362,6 +388,7 @@ void Engine::Retire(size_t index, FinishReason reason, std::string message) {
   Completion c;
   c.reason = reason;
   c.error = std::move(message);
+  c.error_code = std::move(code);
   c.usage.prompt_tokens = s->prompt_size();
   c.usage.completion_tokens = s->generated;
   c.timings.queued_ms = Millis(s->job.submitted, s->admitted);
@@ -396,10 +423,11 @@ void Engine::ReleaseRetained(int64_t max_cells, size_t max_sequences) {
   }
 }
 
-void Engine::FinishWaiting(Job& job, FinishReason reason, const std::string& message) {
+void Engine::FinishWaiting(Job& job, FinishReason reason, const std::string& message, const std::string& code) {
   Completion c;
   c.reason = reason;
   c.error = message;
+  c.error_code = code;
   c.usage.prompt_tokens = static_cast<int32_t>(job.request.prompt.size());
   c.timings.queued_ms = Millis(job.submitted, Clock::now());
   if (reason == FinishReason::kCancelled) ++counters_.requests_cancelled;
@@ -408,11 +436,21 @@ void Engine::FinishWaiting(Job& job, FinishReason reason, const std::string& mes
   job.stream->Finish(std::move(c));
 }
 
-void Engine::CancelEverything(FinishReason reason, const std::string& message) {
+void Engine::CancelEverything(FinishReason reason, const std::string& message, const std::string& code) {
   std::deque<Job> jobs;
   jobs.swap(waiting_);
-  for (Job& job : jobs) FinishWaiting(job, reason, message);
-  for (size_t i = running_.size(); i-- > 0;) Retire(i, reason, message);
+  for (Job& job : jobs) FinishWaiting(job, reason, message, code);
+  for (size_t i = running_.size(); i-- > 0;) Retire(i, reason, message, code);
+}
+
+void Engine::FailNewestRunning(const std::string& message, const std::string& code) {
+  if (running_.empty()) return;
+  size_t newest = 0;
+  for (size_t i = 1; i < running_.size(); ++i) {
+    if (running_[i]->admitted >= running_[newest]->admitted) newest = i;
+  }
+  spdlog::warn("engine: failing request {}: {}", running_[newest]->job.id, message);
+  Retire(newest, FinishReason::kError, message, code);
 }
 
 void Engine::PublishStats() {
@@ -427,6 +465,11 @@ void Engine::PublishStats() {
   }
   s.slots_busy = static_cast<int32_t>(running_.size());
   s.kv_cells_retained = retained_cells_;
+  s.admission_paused = admission_paused_.load();
+  for (const auto& seq : running_) {
+    const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(seq->admitted.time_since_epoch()).count();
+    s.newest_admission_ns = std::max(s.newest_admission_ns, ns);
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     s.pending_commands = static_cast<int32_t>(commands_.size());

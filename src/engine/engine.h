@@ -27,6 +27,7 @@
 // reaches an Engine only through a Lease (pool/lease.h).
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -37,6 +38,8 @@
 #include <thread>
 #include <vector>
 
+#include "engine/compute_slot.h"
+#include "engine/engine_options.h"
 #include "engine/engine_stats.h"
 #include "engine/generation.h"
 #include "engine/token_stream.h"
@@ -49,15 +52,6 @@ class Batch;
 class Context;
 class Model;
 }  // namespace runtime
-
-struct EngineOptions {
-  static constexpr int32_t kMaxParallel = 126;  // 2 * parallel + scratch ids must fit LLAMA_MAX_SEQ (256)
-  int32_t parallel = 8;                 // sequences that run at once
-  int32_t context_per_sequence = 4096;  // most tokens (prompt + output) of one sequence
-  int32_t batch_size = 512;             // most tokens one step decodes
-  int32_t threads = 4;                  // compute threads
-  int32_t scratch_sequences = 2;        // sequence ids kept free for KV-cache work
-};
 
 class Engine {
  public:
@@ -76,8 +70,18 @@ class Engine {
   // Cancels a queued or running request: it leaves the engine's bookkeeping
   // and its KV cells are freed before the next step. Unknown ids are ignored.
   void Cancel(uint64_t request_id);
-  // Cancels every request; each stream finishes with kCancelled and `reason`.
-  void CancelAll(const std::string& reason);
+  // Cancels every request; each stream finishes with kCancelled, `reason`
+  // and `code`.
+  void CancelAll(const std::string& reason, const std::string& code = "request_cancelled");
+  // Fails the most recently admitted running request with kError, `message`
+  // and `code` (memory enforcement). Nothing happens when none is running.
+  void FailNewest(const std::string& message, const std::string& code);
+  // While paused, a new request is admitted only when nothing else runs.
+  void SetAdmissionPaused(bool paused);
+  // Finishes every request (kCancelled), stops the thread and frees the
+  // context. Idempotent; the destructor calls it. The model stays loaded
+  // until the Engine is destroyed.
+  void Shutdown();
 
   EngineStats Stats() const;
   const runtime::Model& model() const { return *model_; }
@@ -101,13 +105,14 @@ class Engine {
   void Step();
   void Admit(Job job);
   void OnToken(Sequence& seq, int32_t token);
-  void Retire(size_t index, FinishReason reason, std::string message);
+  void Retire(size_t index, FinishReason reason, std::string message, std::string code = "");
   // Frees retained sequences, oldest first, until at most `max_cells` cells
   // and `max_sequences` sequences remain.
   void ReleaseRetained(int64_t max_cells, size_t max_sequences);
   void FreeSequence(SeqId seq);
-  void FinishWaiting(Job& job, FinishReason reason, const std::string& message);  // job already out of waiting_
-  void CancelEverything(FinishReason reason, const std::string& message);
+  void FinishWaiting(Job& job, FinishReason reason, const std::string& message, const std::string& code);  // job already out of waiting_
+  void CancelEverything(FinishReason reason, const std::string& message, const std::string& code);
+  void FailNewestRunning(const std::string& message, const std::string& code);
   void PublishStats();
 
   const EngineOptions options_;
@@ -137,6 +142,8 @@ class Engine {
 
   mutable std::mutex stats_mu_;
   EngineStats stats_;
+
+  std::atomic<bool> admission_paused_{false};
 
   std::thread thread_;
 };

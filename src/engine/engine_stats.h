@@ -17,6 +17,8 @@ struct EngineStats {
   int64_t kv_cells_retained = 0;  // cells of completed sequences not yet freed (see engine.h)
   int64_t kv_cells_total = 0;
   int32_t pending_commands = 0;
+  bool admission_paused = false;       // new requests wait while others run (memory pressure)
+  int64_t newest_admission_ns = 0;     // steady-clock time the newest running request was admitted; 0 = none
   // Lifetime counters.
   uint64_t requests_completed = 0;
   uint64_t requests_cancelled = 0;

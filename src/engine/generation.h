@@ -44,7 +44,8 @@ struct Completion {
   FinishReason reason = FinishReason::kStop;
   Usage usage;
   Timings timings;
-  std::string error;  // set for kError (and a reason for kCancelled)
+  std::string error;       // set for kError (and a reason for kCancelled)
+  std::string error_code;  // machine-readable cause, e.g. "insufficient_memory", "model_unloaded"
 };
 
 }  // namespace llmux

@@ -37,6 +37,8 @@ class Exchange {
   virtual bool client_gone() const = 0;
   // Runs `fn` on this exchange's connection strand (serialised with its I/O).
   virtual void Post(std::function<void()> fn) = 0;
+  // Runs `fn` on the server's worker pool (for work that may block).
+  virtual void PostWork(std::function<void()> fn) = 0;
 };
 
 }  // namespace llmux::http

@@ -104,6 +104,7 @@ class ExchangeImpl final : public Exchange, public std::enable_shared_from_this<
   void OnClientGone(std::function<void()> callback) override;
   bool client_gone() const override { return gone_.load(); }
   void Post(std::function<void()> fn) override;
+  void PostWork(std::function<void()> fn) override;
 
   // Strand only.
   void NotifyGone();
@@ -133,6 +134,7 @@ class Session : public std::enable_shared_from_this<Session> {
     net::post(stream_.get_executor(), [self = shared_from_this()] { self->ClientGone(); });
   }
   net::any_io_executor executor() { return stream_.get_executor(); }
+  void PostWork(std::function<void()> fn);
   // Queues response bytes; `last` ends the response.
   void Write(std::string bytes, bool last);
   bool gone() const { return gone_; }
@@ -213,6 +215,8 @@ struct HttpServer::Impl {
 };
 
 const ServerOptions& Session::options() const { return server_.options; }
+
+void Session::PostWork(std::function<void()> fn) { net::post(*server_.workers, std::move(fn)); }
 
 Session::Session(tcp::socket socket, HttpServer::Impl& server) : stream_(std::move(socket)), server_(server) {}
 
@@ -483,6 +487,8 @@ void ExchangeImpl::OnClientGone(std::function<void()> callback) {
 }
 
 void ExchangeImpl::Post(std::function<void()> fn) { net::post(session_->executor(), std::move(fn)); }
+
+void ExchangeImpl::PostWork(std::function<void()> fn) { session_->PostWork(std::move(fn)); }
 
 void ExchangeImpl::NotifyGone() {
   gone_ = true;

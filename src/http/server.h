@@ -24,7 +24,7 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8080;                   // 0 = any free port (see port())
   int io_threads = 2;
-  int worker_threads = 4;
+  int worker_threads = 8;
   uint64_t max_body_bytes = 32ull << 20;  // larger bodies get 413
   uint32_t max_header_bytes = 64 << 10;   // larger headers get 431
   int read_timeout_seconds = 60;          // to receive one whole request

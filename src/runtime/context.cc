@@ -2,25 +2,14 @@
 
 #include "llama.h"
 #include "runtime/batch.h"
+#include "runtime/llama_params.h"
 #include "runtime/model.h"
 
 namespace llmux::runtime {
 
 std::unique_ptr<Context> Context::Create(const Model& model, const ContextOptions& options,
                                          std::string* error) {
-  llama_context_params params = llama_context_default_params();
-  params.n_ctx = options.kv_cells;
-  params.n_batch = options.max_batch;
-  params.n_ubatch = options.max_batch < 512 ? options.max_batch : 512;
-  params.n_seq_max = options.sequences;
-  // A step asks for at most one output per sequence, so the logits buffer
-  // never needs more rows than there are sequences.
-  params.n_outputs_max = options.sequences;
-  params.n_threads = options.threads;
-  params.n_threads_batch = options.batch_threads;
-  params.kv_unified = true;  // one pool of cells: any sequence may grow, seq_cp shares prefixes
-  params.no_perf = true;
-  llama_context* ctx = llama_init_from_model(model.raw(), params);
+  llama_context* ctx = llama_init_from_model(model.raw(), MakeContextParams(options));
   if (ctx == nullptr) {
     *error = "failed to create a llama.cpp context (" + std::to_string(options.kv_cells) +
              " KV cells): out of memory or unsupported settings";

@@ -4,17 +4,14 @@
 
 #include "llama.h"
 #include "runtime/backend.h"
+#include "runtime/llama_params.h"
 
 namespace llmux::runtime {
 
 std::unique_ptr<Model> Model::Load(const std::string& path, const ModelLoadOptions& options,
                                    std::string* error) {
   InitBackend();
-  llama_model_params params = llama_model_default_params();
-  params.load_mode = options.use_mmap ? LLAMA_LOAD_MODE_MMAP : LLAMA_LOAD_MODE_NONE;
-  params.n_gpu_layers = options.gpu_layers;
-  params.use_extra_bufts = options.repack_weights;
-  llama_model* model = llama_model_load_from_file(path.c_str(), params);
+  llama_model* model = llama_model_load_from_file(path.c_str(), MakeModelParams(options));
   if (model == nullptr) {
     *error = "failed to load model from '" + path + "' (not a readable GGUF, or an unsupported architecture)";
     return nullptr;

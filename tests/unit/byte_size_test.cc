@@ -1,8 +1,8 @@
-#include "app/byte_size.h"
+#include "sys/byte_size.h"
 
 #include <gtest/gtest.h>
 
-namespace llmux::app {
+namespace llmux::sys {
 namespace {
 
 TEST(ByteSize, PlainBytes) { EXPECT_EQ(ParseByteSize("1048576"), 1048576u); }
@@ -22,4 +22,4 @@ TEST(ByteSize, Rejects) {
 }
 
 }  // namespace
-}  // namespace llmux::app
+}  // namespace llmux::sys

@@ -4,7 +4,8 @@
 //   LLMUX_BIN        path to the llmux executable
 //   LLMUX_MODEL_DIR  directory holding the generated test models (tiny.gguf, ...)
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -18,7 +19,13 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // Spawns `llmux serve <args> --port 0` and resolves once /health answers 200.
 export async function startServer(args, { readyTimeoutMs = 60_000 } = {}) {
-  const proc = spawn(bin(), ['serve', '--port', '0', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // Each server gets its own empty config home, so a developer's
+  // ~/.config/llmux/models.json never leaks into a test.
+  const configHome = mkdtempSync(path.join(tmpdir(), 'llmux-config-'));
+  const proc = spawn(bin(), ['serve', '--port', '0', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, XDG_CONFIG_HOME: configHome },
+  });
+  proc.on('exit', () => rmSync(configHome, { recursive: true, force: true }));
   let output = '';
   proc.stdout.on('data', (d) => { output += d; });
   proc.stderr.on('data', (d) => { output += d; });

@@ -6,8 +6,8 @@
 #include <optional>
 #include <string_view>
 
-namespace llmux::app {
+namespace llmux::sys {
 
 std::optional<uint64_t> ParseByteSize(std::string_view text);
 
-}  // namespace llmux::app
+}  // namespace llmux::sys

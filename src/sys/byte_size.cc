@@ -1,10 +1,10 @@
-#include "app/byte_size.h"
+#include "sys/byte_size.h"
 
 #include <cctype>
 #include <cmath>
 #include <string>
 
-namespace llmux::app {
+namespace llmux::sys {
 
 std::optional<uint64_t> ParseByteSize(std::string_view text) {
   std::string s(text);
@@ -44,4 +44,4 @@ std::optional<uint64_t> ParseByteSize(std::string_view text) {
   return static_cast<uint64_t>(std::llround(bytes));
 }
 
-}  // namespace llmux::app
+}  // namespace llmux::sys
