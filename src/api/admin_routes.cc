@@ -66,6 +66,13 @@ Json ModelJson(const ModelStatus& m) {
   j["active_requests"] = m.engine ? m.engine->prefilling + m.engine->generating : 0;
   j["waiting_requests"] = m.engine ? m.engine->waiting : 0;
   j["idle_seconds"] = m.idle_seconds ? Json(*m.idle_seconds) : Json(nullptr);
+  // When its last request ended (or the current one began), as Unix seconds.
+  if (m.idle_seconds) {
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    j["last_used"] = now - *m.idle_seconds;
+  } else {
+    j["last_used"] = nullptr;
+  }
   j["loads"] = m.loads;
   j["unloads"] = m.unloads;
   if (!m.last_error.empty()) j["last_error"] = m.last_error;

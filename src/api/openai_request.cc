@@ -1,6 +1,7 @@
 #include "api/openai_request.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <limits>
 
@@ -16,14 +17,14 @@ const Json* Field(const Json& obj, const char* name) {
   return &*it;
 }
 
-std::string Range(double lo, double hi) {
+// "0 and 2", "-2 and 2", "0.01 and 10": the bounds as people write them.
+std::string Bounds(double lo, double hi) {
   auto fmt = [](double v) {
-    std::string s = std::to_string(v);
-    s.erase(s.find_last_not_of('0') + 1);
-    if (!s.empty() && s.back() == '.') s.pop_back();
-    return s;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return std::string(buf);
   };
-  return "[" + fmt(lo) + ", " + fmt(hi) + "]";
+  return fmt(lo) + " and " + fmt(hi);
 }
 
 Error ReadFloat(const Json& obj, const char* name, double lo, double hi, float* out) {
@@ -32,7 +33,7 @@ Error ReadFloat(const Json& obj, const char* name, double lo, double hi, float* 
   if (!v->is_number()) return InvalidField(name, std::string("'") + name + "' must be a number", "invalid_type");
   const double d = v->get<double>();
   if (!std::isfinite(d) || d < lo || d > hi) {
-    return InvalidField(name, std::string("'") + name + "' must be between " + Range(lo, hi).substr(1, Range(lo, hi).size() - 2) + " (got " + v->dump() + ")");
+    return InvalidField(name, std::string("'") + name + "' must be between " + Bounds(lo, hi) + " (got " + v->dump() + ")");
   }
   *out = static_cast<float>(d);
   return std::nullopt;

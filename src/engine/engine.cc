@@ -11,6 +11,7 @@
 #include "engine/stop_matcher.h"
 #include "runtime/batch.h"
 #include "runtime/chat_template.h"
+#include "runtime/compute_threads.h"
 #include "runtime/context.h"
 #include "runtime/model.h"
 #include "runtime/sampler.h"
@@ -208,7 +209,10 @@ void Engine::Run(std::promise<std::string>* started) {
     keep_running = ApplyCommands(commands);
     commands.clear();
     if (keep_running && (!waiting_.empty() || !running_.empty())) Step();
-    if (waiting_.empty() && running_.empty()) ReleaseRetained(0, 0);  // idle: nobody to disturb
+    if (waiting_.empty() && running_.empty()) {
+      ReleaseRetained(0, 0);  // idle: nobody to disturb
+      runtime::ReleaseComputeThreads();  // an idle team would slow the engines that work
+    }
     PublishStats();
   }
   CancelEverything(FinishReason::kCancelled, "the model was unloaded", "model_unloaded");
@@ -322,6 +326,9 @@ void Engine::Step() {
   const Clock::time_point t0 = Clock::now();
   const runtime::DecodeStatus status = context_->Decode(*batch_);
   const double ms = Millis(t0, Clock::now());
+  // Another engine waits for the CPU: hand it over without leaving a second
+  // thread team alive beside it (see runtime/compute_threads.h).
+  if (options_.compute_slot && options_.compute_slot->waiting() > 0) runtime::ReleaseComputeThreads();
   turn.reset();
   ++counters_.steps;
   if (status != runtime::DecodeStatus::kOk) {
