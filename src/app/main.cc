@@ -99,7 +99,8 @@ int Serve(const ServeOptions& o) {
   pool_options.pinned = o.pinned;
   // A single model given with --model is what this server is for: load it at
   // start and keep it.
-  if (registry.models().size() == 1 && o.model_dirs.empty()) pool_options.pinned.push_back(registry.models()[0].id);
+  const bool single_model = registry.models().size() == 1 && o.model_dirs.empty();
+  if (single_model) pool_options.pinned.push_back(registry.models()[0].id);
   SetLimits(o, &pool_options);
   runtime::ModelLoadOptions load_options;
   load_options.use_mmap = o.mmap;
@@ -141,8 +142,15 @@ int Serve(const ServeOptions& o) {
   spdlog::info("serving {} model(s): {}", registry.models().size(), registry.IdList());
 
   // Pinned models load now; /health says "loading" until they are ready.
-  // Other models load on first use.
-  pool.PreloadPinned();
+  // Other models load on first use. A server for one model that cannot load
+  // it has nothing to serve: it stops.
+  const std::vector<std::string> failures = pool.PreloadPinned();
+  if (single_model && !failures.empty()) {
+    spdlog::error("cannot serve: {}", failures.front());
+    pool.Shutdown(kShutdownDrain);
+    server.Stop();
+    return 1;
+  }
   api_context.ready = true;
 
   int sig = 0;

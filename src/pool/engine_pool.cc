@@ -182,7 +182,8 @@ Acquired EnginePool::Load(std::string_view name) {
   return a;
 }
 
-void EnginePool::PreloadPinned() {
+std::vector<std::string> EnginePool::PreloadPinned() {
+  std::vector<std::string> failures;
   std::vector<std::string> ids;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -195,8 +196,12 @@ void EnginePool::PreloadPinned() {
   }
   for (const std::string& id : ids) {
     Acquired a = Load(id);
-    if (a.failure != AcquireFailure::kNone) spdlog::error("pinned model '{}' could not be loaded: {}", id, a.message);
+    if (a.failure != AcquireFailure::kNone) {
+      spdlog::error("pinned model '{}' could not be loaded: {}", id, a.message);
+      failures.push_back(a.message);
+    }
   }
+  return failures;
 }
 
 void EnginePool::SettingsChanged(const std::string& id) {

@@ -150,7 +150,8 @@ class EnginePool {
   // tears down, settles. Waits for a load in progress to finish first.
   UnloadOutcome Unload(std::string_view name, const std::string& reason);
   // Loads every pinned model (settings file and --pin), one after the other.
-  void PreloadPinned();
+  // Returns a message per model that could not be loaded (also logged).
+  std::vector<std::string> PreloadPinned();
   // Re-reads `id`'s settings: a newly pinned model is loaded in the background.
   void SettingsChanged(const std::string& id);
   // One maintenance round: TTL unloads, then the process memory enforcer.

@@ -122,6 +122,19 @@ describe('model directory', () => {
   });
 });
 
+describe('a single --model', () => {
+  test('that cannot be loaded stops the server with exit code 1 and says why', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'llmux-junk-'));
+    try {
+      const junk = path.join(dir, 'junk.gguf');
+      writeFileSync(junk, 'this is not a GGUF file');
+      await assert.rejects(startServer(['--model', junk]), (e) => /exited.*\(1\)/s.test(e.message) && /junk/.test(e.message));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('settings file at start-up', () => {
   test('a pinned model in the settings file is loaded at start; a malformed file stops the server with a clear error', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'llmux-settings-'));
