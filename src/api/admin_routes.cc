@@ -217,6 +217,7 @@ void UnloadModel(ApiContext& ctx, const std::shared_ptr<http::Exchange>& ex) {
   if (u.unloaded) {
     body["footprint_bytes"] = u.footprint_bytes;
     body["freed_bytes"] = u.freed_bytes;
+    body["settle_target_bytes"] = u.settle_target_bytes;
     body["settled"] = u.settled;
     body["indeterminate"] = u.indeterminate;
     body["failed_steps"] = u.failed_steps;

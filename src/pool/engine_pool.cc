@@ -482,6 +482,10 @@ UnloadOutcome EnginePool::UnloadLocked(Slot* slot, std::unique_lock<std::mutex>&
   }
   std::unique_ptr<ModelInstance> instance = std::move(slot->instance);
   out.footprint_bytes = slot->accounted;
+  // What the barrier waits to see freed: what the load was measured to take
+  // when that is known (the prediction counts worst-case compute buffers that
+  // may never be touched), else the accounted footprint.
+  const uint64_t settle_basis = slot->measured ? std::min(out.footprint_bytes, *slot->measured) : out.footprint_bytes;
   lock.unlock();
 
   // 2. Teardown: every step runs even when an earlier one failed.
@@ -503,8 +507,9 @@ UnloadOutcome EnginePool::UnloadLocked(Slot* slot, std::unique_lock<std::mutex>&
     }
     const uint64_t slack = std::max<uint64_t>(options_.settle_min_slack,
                                               static_cast<uint64_t>(options_.settle_slack_fraction *
-                                                                    static_cast<double>(out.footprint_bytes)));
-    const int64_t target = Signed(out.footprint_bytes) - Signed(slack);
+                                                                    static_cast<double>(settle_basis)));
+    const int64_t target = Signed(settle_basis) - Signed(slack);
+    out.settle_target_bytes = std::max<int64_t>(target, 0);
     if (others_active) {
       out.indeterminate = true;
       out.freed_bytes = Signed(before) - Signed(probe_.ProcessBytes());

@@ -17,7 +17,10 @@
 //    failure; the ledger entry goes away only after the settle barrier.
 //  * Settle barrier without stalls. After an unload the caller polls process
 //    memory until the freed amount reaches footprint - max(64 MiB, 5%), every
-//    100 ms for up to 2 s, then reclaims once more. When another model is
+//    100 ms for up to 2 s, then reclaims once more. "Footprint" here is what
+//    the load was measured to take when known (the prediction includes
+//    worst-case compute buffers that may never be touched), else the
+//    accounted footprint. When another model is
 //    serving or loading the measurement is indeterminate, so it does not wait
 //    (and logs that). It never holds a lock other threads need.
 //  * Admission judges "in use" as max(ledger, measured process memory).
@@ -122,6 +125,7 @@ struct UnloadOutcome {
   std::string error;       // why it is still loaded (requests did not end in time)
   uint64_t footprint_bytes = 0;
   int64_t freed_bytes = 0; // measured drop of process memory
+  int64_t settle_target_bytes = 0;  // what the settle barrier waited to see freed
   bool settled = false;    // freed reached the target
   bool indeterminate = false;  // another model was busy: the measurement meant nothing
   std::vector<std::string> failed_steps;

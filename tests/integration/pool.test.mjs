@@ -12,7 +12,7 @@ import { startServer, postJson, status, procMemory, waitFor, sleep } from './lib
 
 const TOOL = process.env.LLMUX_MAKE_MODEL ?? path.resolve(import.meta.dirname, '../../build/tools/make_model/llmux-make-model');
 const MiB = 1 << 20;
-const COMMON = ['--parallel', '2', '--ctx-size', '2048', '--max-process-memory', 'disabled'];
+const COMMON = ['--parallel', '2', '--max-process-memory', 'disabled'];
 
 const ask = (model, extra = {}) => ({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 4, temperature: 0, ...extra });
 const states = async (base) => Object.fromEntries((await status(base)).models.map((m) => [m.id, m.state]));
@@ -61,7 +61,7 @@ describe('engine pool', () => {
     make('b', ['--n-embd', '256', '--n-layer', '4', '--n-ff', '512']);
     make('c', ['--n-embd', '512', '--n-layer', '4', '--n-ff', '1024']);
     // Learn the predicted footprints from a server without limits.
-    const probe = await startServer(['--model-dir', dir, ...COMMON, '--max-model-memory', 'disabled']);
+    const probe = await startServer(['--model-dir', dir, ...COMMON, '--ctx-size', '2048', '--max-model-memory', 'disabled']);
     const st = await waitFor(async () => {
       const s = await status(probe.baseUrl);
       return s.models.every((m) => m.footprint_bytes.predicted > 0) ? s : null;
@@ -77,7 +77,7 @@ describe('engine pool', () => {
     let srv;
     before(async () => {
       const limit = fp.b + fp.c + Math.floor(fp.a / 2);  // any two fit, all three do not
-      srv = await startServer(['--model-dir', dir, ...COMMON, '--max-model-memory', String(limit)]);
+      srv = await startServer(['--model-dir', dir, ...COMMON, '--ctx-size', '2048', '--max-model-memory', String(limit)]);
     });
     after(async () => { await srv.stop(); });
 
@@ -184,7 +184,8 @@ describe('engine pool', () => {
 
   describe('with an idle TTL of 2 s', () => {
     let srv;
-    before(async () => { srv = await startServer(['--model-dir', dir, ...COMMON, '--idle-ttl', '2']); });
+    // A context large enough that a stream runs for tens of seconds before it fills up.
+    before(async () => { srv = await startServer(['--model-dir', dir, ...COMMON, '--ctx-size', '32768', '--idle-ttl', '2']); });
     after(async () => { await srv.stop(); });
 
     test('an idle model is unloaded within ttl + 2 s', async () => {
@@ -201,6 +202,7 @@ describe('engine pool', () => {
       const s = await openStream(srv.baseUrl, 'a');
       for (let i = 0; i < 8; i++) {
         await sleep(500);
+        assert.ok(!s.body.includes('"finish_reason":"'), 'the stream ended on its own; the test needs a longer one');
         assert.equal((await states(srv.baseUrl)).a, 'loaded', `unloaded while streaming (after ${(i + 1) * 0.5} s)`);
       }
       s.ac.abort();

@@ -26,6 +26,7 @@ struct World {
   std::map<std::string, uint64_t> sizes;  // footprint of each model
   uint64_t resident = 100 * MiB;          // process bytes (baseline)
   bool free_releases_memory = true;       // FreeWeights lowers `resident`
+  double resident_fraction = 1.0;         // how much of the predicted footprint a load really touches
   std::map<std::string, int> loads;
   std::vector<std::string> events;
   std::set<std::string> throw_on_stop;
@@ -75,7 +76,9 @@ class FakeInstance final : public ModelInstance {
   void FreeWeights() override {
     w_->Event("free " + id_);
     std::lock_guard<std::mutex> lock(w_->mu);
-    if (w_->free_releases_memory) w_->resident -= w_->sizes[id_];
+    if (w_->free_releases_memory) {
+      w_->resident -= static_cast<uint64_t>(w_->resident_fraction * static_cast<double>(w_->sizes[id_]));
+    }
   }
 
  private:
@@ -99,7 +102,7 @@ class FakeLoader final : public ModelLoader {
       *error = "injected load failure";
       return nullptr;
     }
-    w_->resident += w_->sizes.at(e.id);
+    w_->resident += static_cast<uint64_t>(w_->resident_fraction * static_cast<double>(w_->sizes.at(e.id)));
     w_->events.push_back("load " + e.id);
     return std::make_unique<FakeInstance>(w_, e.id);
   }
@@ -376,6 +379,20 @@ TEST_F(EnginePoolTest, SettleWaitsForTheMemoryToGo) {
   EXPECT_TRUE(u.settled);
   EXPECT_FALSE(u.indeterminate);
   EXPECT_EQ(u.freed_bytes, static_cast<int64_t>(100 * MiB));
+}
+
+// The prediction includes worst-case compute buffers a model may never touch:
+// the barrier waits for what the load was measured to take, not the prediction.
+TEST_F(EnginePoolTest, SettleJudgesByTheMeasuredLoadWhenThePredictionIsHigher) {
+  options_.settle_timeout = std::chrono::seconds(5);
+  world_.resident_fraction = 0.4;  // c is predicted at 300 MiB but touches 120 MiB
+  Use("c");
+  const auto t0 = std::chrono::steady_clock::now();
+  const UnloadOutcome u = Pool().Unload("c", "test");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  EXPECT_TRUE(u.settled);
+  EXPECT_EQ(u.footprint_bytes, 300 * MiB);
+  EXPECT_EQ(u.settle_target_bytes, static_cast<int64_t>(120 * MiB - 64 * MiB));
 }
 
 TEST_F(EnginePoolTest, SettleTimesOutThenReclaimsWhenMemoryStays) {
