@@ -11,6 +11,11 @@
 #include "http/exchange.h"
 
 namespace llmux {
+namespace kv {
+class BlockStore;
+class HotTier;
+class SsdTier;
+}  // namespace kv
 class EnginePool;
 class ModelRegistry;
 class ModelSettingsStore;
@@ -22,6 +27,9 @@ struct ApiContext {
   EnginePool* pool = nullptr;
   const ModelRegistry* registry = nullptr;
   ModelSettingsStore* settings = nullptr;
+  kv::HotTier* hot = nullptr;        // null when the tier is off
+  kv::SsdTier* ssd = nullptr;
+  kv::BlockStore* store = nullptr;
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::atomic<bool> ready{false};            // start-up preloads finished
   std::function<int()> open_connections;     // for /api/status

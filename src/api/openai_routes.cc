@@ -6,10 +6,9 @@
 #include "api/openai_request.h"
 #include "api/openai_response.h"
 #include "api/pool_errors.h"
+#include "api/prompt_tokens.h"
 #include "engine/engine.h"
 #include "pool/engine_pool.h"
-#include "runtime/chat_template.h"
-#include "runtime/model.h"
 
 namespace llmux::api {
 
@@ -85,28 +84,14 @@ void WithLease(ApiContext& ctx, const std::shared_ptr<http::Exchange>& ex, Reque
 }
 
 void ContinueChat(const std::shared_ptr<http::Exchange>& ex, const ChatRequest& req, Lease lease) {
-  std::string prompt, error;
-  if (!lease.engine().chat_template().Render(req.messages, /*add_generation_prompt=*/true, &prompt, &error)) {
-    return SendError(*ex, InvalidField("messages", error, "chat_template_error"));
-  }
-  Tokens tokens = lease.engine().model().Tokenize(prompt, /*add_special=*/true, /*parse_special=*/true);
+  Tokens tokens;
+  if (auto e = ChatPromptTokens(lease.engine(), req, &tokens)) return SendError(*ex, *e);
   Generate(ex, std::move(lease), req.params, std::move(tokens), CompletionKind::kChat, "messages");
 }
 
 void ContinueCompletion(const std::shared_ptr<http::Exchange>& ex, const CompletionRequest& req, Lease lease) {
-  const runtime::Model& model = lease.engine().model();
   Tokens tokens;
-  if (req.prompt_is_tokens) {
-    for (Token t : req.prompt_tokens) {
-      if (!model.IsValidToken(t)) {
-        return SendError(*ex, InvalidField("prompt", "token id " + std::to_string(t) + " is outside the vocabulary [0, " +
-                                                         std::to_string(model.vocab_size()) + ")"));
-      }
-    }
-    tokens = req.prompt_tokens;
-  } else {
-    tokens = model.Tokenize(req.prompt_text, /*add_special=*/true, /*parse_special=*/true);
-  }
+  if (auto e = CompletionPromptTokens(lease.engine(), req, &tokens)) return SendError(*ex, *e);
   Generate(ex, std::move(lease), req.params, std::move(tokens), CompletionKind::kText, "prompt");
 }
 

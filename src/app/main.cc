@@ -12,12 +12,17 @@
 #include "api/api_context.h"
 #include "api/api_error.h"
 #include "api/openai_routes.h"
+#include "api/cache_routes.h"
+#include "app/cache_setup.h"
 #include "app/serve_options.h"
 #include "http/server.h"
 #include "engine/compute_slot.h"
 #include "pool/engine_pool.h"
 #include "pool/llama_model_loader.h"
+#include "pool/memory_ledger.h"
 #include "pool/memory_probe.h"
+#include "kvcache/hot_tier.h"
+#include "kvcache/ssd_tier.h"
 #include "pool/model_settings.h"
 #include "pool/model_registry.h"
 #include "runtime/backend.h"
@@ -28,6 +33,7 @@ namespace llmux::app {
 namespace {
 
 constexpr auto kShutdownDrain = std::chrono::seconds(5);
+constexpr auto kCacheFlushBound = std::chrono::seconds(10);
 
 void SetUpLogging(const std::string& level) {
   auto logger = spdlog::stderr_color_mt("llmux");
@@ -93,8 +99,23 @@ int Serve(const ServeOptions& o) {
     return 1;
   }
 
+  // The memory ledger is shared by the pool (model footprints) and the hot
+  // KV tier (its blocks).
+  MemoryLedger ledger;
+  CacheTiers cache;
+  if (!SetUpCacheTiers(o, ledger, &cache, &error)) {
+    spdlog::error("{}", error);
+    return 1;
+  }
+
   PoolOptions pool_options;
   pool_options.engine = ToEngineOptions(o);
+  pool_options.engine.prefix_cache = o.prefix_cache;
+  pool_options.engine.block_store = cache.store;
+  pool_options.engine.block_size = o.cache_block_size;
+  pool_options.engine.flash_attention = o.flash_attn == "on"    ? runtime::FlashAttention::kOn
+                                        : o.flash_attn == "off" ? runtime::FlashAttention::kOff
+                                                                : runtime::FlashAttention::kAuto;
   pool_options.idle_ttl = std::chrono::seconds(o.idle_ttl_seconds);
   pool_options.pinned = o.pinned;
   // A single model given with --model is what this server is for: load it at
@@ -106,15 +127,19 @@ int Serve(const ServeOptions& o) {
   load_options.use_mmap = o.mmap;
   LlamaModelLoader loader(load_options);
   SystemMemoryProbe probe;
-  EnginePool pool(registry, settings, loader, probe, pool_options);
+  EnginePool pool(registry, settings, loader, probe, ledger, pool_options);
 
   api::ApiContext api_context;
   api_context.pool = &pool;
   api_context.registry = &registry;
   api_context.settings = &settings;
+  api_context.hot = cache.hot.get();
+  api_context.ssd = cache.ssd.get();
+  api_context.store = cache.store.get();
   http::Router router;
   api::AddOpenAiRoutes(router, api_context);
   api::AddAdminRoutes(router, api_context);
+  api::AddCacheRoutes(router, api_context);
 
   http::ServerOptions http_options;
   http_options.host = o.host;
@@ -132,6 +157,7 @@ int Serve(const ServeOptions& o) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGXFSZ, SIG_IGN);  // a file-size limit fails the write (EFBIG) instead of killing the server
 
   if (!server.Start(&error)) {
     spdlog::error("{}", error);
@@ -159,6 +185,11 @@ int Serve(const ServeOptions& o) {
   api_context.ready = false;
   pool.Shutdown(kShutdownDrain);  // running requests end with a terminal error frame
   server.Stop();
+  // Every engine has copied its blocks out; what only RAM holds goes to disk,
+  // within a bound (a crash loses at most these).
+  const auto deadline = std::chrono::steady_clock::now() + kCacheFlushBound;
+  if (cache.hot) spdlog::info("flushing {} hot-only KV blocks to disk", cache.hot->FlushToSsd(deadline));
+  if (cache.ssd && !cache.ssd->Flush(deadline)) spdlog::warn("not every KV block reached the disk before the bound");
   spdlog::info("stopped");
   return 0;
 }

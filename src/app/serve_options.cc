@@ -60,6 +60,20 @@ int ParseCommandLine(int argc, char** argv, ServeOptions* o) {
                     "Process memory limit: SIZE, NN% of RAM, auto (RAM - clamp(20% of RAM, 2 GiB, 8 GiB)) or "
                     "disabled; the enforcer evicts above it and stops requests above max(RAM - 4 GiB, limit)")
       ->capture_default_str();
+  serve->add_flag("!--no-prefix-cache", o->prefix_cache, "Do not reuse the KV of earlier requests (no cache tiers)");
+  serve->add_option("--cache-block-size", o->cache_block_size, "Tokens per cached KV block")
+      ->check(CLI::Range(16, 65536))
+      ->capture_default_str();
+  serve->add_option("--hot-cache-size", o->hot_cache_size,
+                    "RAM for cached KV blocks of all models together: SIZE, NN% of RAM, or 0 (off)")
+      ->capture_default_str();
+  serve->add_option("--cache-dir", o->cache_dir, "Directory of the SSD KV cache; default ~/.cache/llmux/kv");
+  serve->add_option("--ssd-cache-size", o->ssd_cache_size,
+                    "Disk for cached KV blocks: SIZE, NN% of the disk, or 0 (off); never more than 99% of what is free")
+      ->capture_default_str();
+  serve->add_option("--flash-attn", o->flash_attn, "Flash attention: auto, on or off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   serve->add_option("--log-level", o->log_level, "trace, debug, info, warn, error or off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}))
       ->capture_default_str();
@@ -79,6 +93,14 @@ int ParseCommandLine(int argc, char** argv, ServeOptions* o) {
     std::string error;
     if (!sys::ParseMemoryLimit(*spec, &error)) {
       std::cerr << (spec == &o->max_model_memory ? "--max-model-memory: " : "--max-process-memory: ") << error << "\n";
+      return 2;
+    }
+  }
+  for (const auto& [flag, value] : {std::pair{"--hot-cache-size", &o->hot_cache_size},
+                                    std::pair{"--ssd-cache-size", &o->ssd_cache_size}}) {
+    std::string error;
+    if (*value != "0" && !sys::ParseMemoryLimit(*value, &error)) {
+      std::cerr << flag << ": '" << *value << "' is not SIZE, NN% or 0\n";
       return 2;
     }
   }

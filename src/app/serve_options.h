@@ -26,6 +26,13 @@ struct ServeOptions {
   int idle_ttl_seconds = 0;                  // 0 = no idle unloading
   std::string max_model_memory = "auto";     // SIZE | NN% | auto | disabled
   std::string max_process_memory = "auto";
+  // Prefix KV cache.
+  bool prefix_cache = true;                  // --no-prefix-cache turns every tier off
+  int cache_block_size = 256;
+  std::string hot_cache_size = "10%";        // SIZE | NN% of RAM | 0 (off)
+  std::string cache_dir;                     // "" = ~/.cache/llmux/kv
+  std::string ssd_cache_size = "10%";        // SIZE | NN% of the disk | 0 (off)
+  std::string flash_attn = "auto";           // auto | on | off
 };
 
 // Parses argv. Returns -1 to continue with `*options` filled in, otherwise the

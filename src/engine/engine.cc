@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <climits>
 #include <chrono>
 #include <optional>
 #include <utility>
@@ -8,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "engine/scheduler.h"
+#include "runtime/model_fingerprint.h"
 #include "engine/stop_matcher.h"
 #include "runtime/batch.h"
 #include "runtime/chat_template.h"
@@ -40,8 +42,10 @@ struct Engine::Sequence {
   SeqId seq = -1;
   std::unique_ptr<runtime::Sampler> sampler;
   StopMatcher stop;
-  int32_t prompt_done = 0;   // prompt tokens already decoded
+  int32_t prompt_done = 0;   // prompt tokens already decoded (or reused from the cache)
   Pos n_past = 0;            // tokens in this sequence's KV cells
+  Tokens kv_tokens;          // the tokens those cells hold, by position
+  int32_t cached = 0;        // prompt tokens reused from the prefix cache
   bool generating = false;   // the prompt is done and the first token sampled
   Token next_token = 0;      // the sampled token to decode next
   int32_t generated = 0;     // tokens sampled
@@ -58,13 +62,24 @@ struct Engine::Sequence {
 };
 
 struct Engine::Command {
-  enum class Kind { kSubmit, kCancel, kCancelAll, kFailNewest, kWake, kStop };
+  enum class Kind { kSubmit, kCancel, kCancelAll, kFailNewest, kProbe, kWake, kStop };
   Kind kind = Kind::kStop;
-  Job job;              // kSubmit
+  Job job;              // kSubmit; kProbe: job.request.prompt
   uint64_t id = 0;      // kCancel
   std::string reason;   // kCancelAll, kFailNewest
   std::string code;     // kCancelAll, kFailNewest
+  std::shared_ptr<std::promise<PrefixProbe>> probe;  // kProbe
 };
+
+namespace {
+constexpr size_t kExportBlocksPerStep = 2;  // copy-out work beside running streams, per step
+
+// What besides the GGUF decides the bytes of a block (part of the model fingerprint).
+std::string KvFormat(const EngineOptions& o, const runtime::Context& ctx) {
+  return "llama.cpp seq-state; unified; k=" + ctx.k_type_name() + " v=" + ctx.v_type_name() +
+         "; fa=" + runtime::FlashAttentionName(o.flash_attention);
+}
+}  // namespace
 
 std::unique_ptr<Engine> Engine::Start(std::unique_ptr<runtime::Model> model, const EngineOptions& options,
                                       std::string* error) {
@@ -176,6 +191,16 @@ void Engine::Post(Command command) {
   wake_.notify_one();
 }
 
+PrefixProbe Engine::Probe(Tokens prompt) {
+  Command probe;
+  probe.kind = Command::Kind::kProbe;
+  probe.job.request.prompt = std::move(prompt);
+  probe.probe = std::make_shared<std::promise<PrefixProbe>>();
+  std::future<PrefixProbe> result = probe.probe->get_future();
+  Post(std::move(probe));
+  return result.get();
+}
+
 EngineStats Engine::Stats() const {
   std::lock_guard<std::mutex> lock(stats_mu_);
   return stats_;
@@ -193,6 +218,20 @@ void Engine::Run(std::promise<std::string>* started) {
     return;
   }
   batch_ = std::make_unique<runtime::Batch>(options_.batch_size);
+  const bool sliceable = model_->KvIsSliceable();
+  if (options_.prefix_cache && !sliceable) {
+    spdlog::info("prefix cache off for '{}': its {} KV cannot be cut into position ranges (sliding-window, "
+                 "recurrent or hybrid attention)", model_->path(), model_->architecture());
+  }
+  const bool cache_on = options_.prefix_cache && sliceable;
+  if (cache_on && options_.block_store && !runtime::ModelFingerprint(model_->path(), KvFormat(options_, *context_), &fingerprint_, &error)) {
+    started->set_value(error);
+    return;
+  }
+  cache_ = std::make_unique<PrefixCache>(*context_, cache_on, options_.block_store.get(), fingerprint_,
+                                         options_.block_size, model_->layer_count(),
+                                         /*scratch=*/2 * options_.parallel);
+  counters_.prefix_cache = cache_on;
   counters_.slots_total = options_.parallel;
   counters_.kv_cells_total = context_->kv_cells();
   PublishStats();
@@ -210,13 +249,17 @@ void Engine::Run(std::promise<std::string>* started) {
     commands.clear();
     if (keep_running && (!waiting_.empty() || !running_.empty())) Step();
     if (waiting_.empty() && running_.empty()) {
-      ReleaseRetained(0, 0);  // idle: nobody to disturb
+      cache_->ExportSome(0);  // idle: copy out every pending block now
+      // Without reuse, retained cells only serve to keep running sequences'
+      // cells in order; idle, nothing runs: free them, so the next request
+      // lands where a fresh server would put it (history-independent output).
+      if (!counters_.prefix_cache) ReleaseRetained(0, 0);
       runtime::ReleaseComputeThreads();  // an idle team would slow the engines that work
     }
     PublishStats();
   }
   CancelEverything(FinishReason::kCancelled, "the model was unloaded", "model_unloaded");
-  ReleaseRetained(0, 0);
+  ReleaseRetained(0, 0);  // exports every unexported block first
   PublishStats();
   batch_.reset();
   context_.reset();  // the context dies on the thread that owned it
@@ -251,6 +294,11 @@ bool Engine::ApplyCommands(std::vector<Command>& commands) {
       case Command::Kind::kFailNewest:
         FailNewestRunning(c.reason, c.code);
         break;
+      case Command::Kind::kProbe: {
+        const std::vector<PrefixCache::Source> sources = RunningSources();
+        c.probe->set_value(cache_->Probe(c.job.request.prompt, sources));
+        break;
+      }
       case Command::Kind::kWake:
         break;
       case Command::Kind::kStop:
@@ -262,47 +310,71 @@ bool Engine::ApplyCommands(std::vector<Command>& commands) {
 }
 
 void Engine::Admit(Job job) {
+  // Many completions in one step can leave every spare id with a retained
+  // sequence: give up the oldest.
+  if (free_ids_.empty()) {
+    const int32_t retained = cache_->stats().retained_sequences;
+    ReleaseRetained(INT64_MAX, static_cast<size_t>(std::max(retained - 1, 0)));
+  }
   auto seq = std::make_unique<Sequence>(std::move(job));
   seq->seq = free_ids_.back();
   free_ids_.pop_back();
   seq->sampler = runtime::Sampler::Create(*model_, seq->job.request.sampling);
   seq->sampler->Observe(seq->job.request.prompt);
   seq->admitted = Clock::now();
+  // Tier 0 first: adopt the cells of the longest shared prefix before any
+  // retained sequence is released to make room.
+  const std::vector<PrefixCache::Source> sources = RunningSources();
+  const int32_t adopted = cache_->Adopt(seq->seq, seq->job.request.prompt, sources);
+  seq->n_past = seq->prompt_done = seq->cached = adopted;
   running_.push_back(std::move(seq));
 }
 
+std::vector<PrefixCache::Source> Engine::RunningSources() const {
+  std::vector<PrefixCache::Source> sources;
+  sources.reserve(running_.size());
+  for (const auto& s : running_) sources.push_back({s->seq, &s->kv_tokens});
+  return sources;
+}
+
 void Engine::Step() {
+  // 1. Admission, first come first served, into free slots. Under memory
+  //    pressure a new request waits unless nothing runs here at all.
+  int32_t free = options_.parallel - static_cast<int32_t>(running_.size());
+  if (admission_paused_.load() && !running_.empty()) free = 0;
+  const size_t first_new = running_.size();
+  for (int32_t a = 0; a < free && !waiting_.empty(); ++a) {
+    Admit(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+  // 2. Every running sequence may grow to its full context: keep only the
+  //    retained cells (and sequence ids) this worst case leaves free.
+  const int64_t busy = static_cast<int64_t>(running_.size());
+  ReleaseRetained((options_.parallel - busy) * options_.context_per_sequence,
+                  static_cast<size_t>(2 * options_.parallel - busy));
+  // 3. New sequences restore further blocks from the hot/SSD tiers.
+  for (size_t i = first_new; i < running_.size(); ++i) {
+    Sequence& s = *running_[i];
+    const PrefixReuse reuse = cache_->Restore(s.seq, s.job.request.prompt, s.n_past);
+    s.n_past = s.prompt_done = s.cached = reuse.tokens;
+    s.kv_tokens.assign(s.job.request.prompt.begin(), s.job.request.prompt.begin() + reuse.tokens);
+    counters_.cached_tokens += static_cast<uint64_t>(reuse.tokens);
+  }
+
   SchedulerInput in;
   in.batch_capacity = options_.batch_size;
-  in.free_slots = options_.parallel - static_cast<int32_t>(running_.size());
-  // Under memory pressure new requests wait, unless nothing runs here at all.
-  if (admission_paused_.load() && !running_.empty()) in.free_slots = 0;
   in.running.reserve(running_.size());
   for (const auto& s : running_) {
     in.running.push_back({s->job.id, s->generating, s->prompt_size() - s->prompt_done});
   }
-  for (size_t i = 0; i < waiting_.size() && static_cast<int32_t>(i) < in.free_slots; ++i) {
-    in.waiting_prompts.push_back(static_cast<int32_t>(waiting_[i].request.prompt.size()));
-  }
   const StepPlan plan = PlanStep(in);
-
-  // Every running or admitted sequence may grow to its full context: keep
-  // only the retained cells that this worst case leaves free.
-  // Sequence ids: running + retained + admitted must fit the 2 * parallel ids.
-  const int64_t busy = static_cast<int64_t>(running_.size()) + plan.admit;
-  ReleaseRetained((options_.parallel - busy) * options_.context_per_sequence,
-                  static_cast<size_t>(2 * options_.parallel - busy));
-
-  for (int32_t a = 0; a < plan.admit; ++a) {
-    Admit(std::move(waiting_.front()));
-    waiting_.pop_front();
-  }
 
   batch_->Clear();
   std::vector<Sequence*> in_batch;
   for (size_t i : plan.decode) {
     Sequence& s = *running_[i];
     s.batch_index = batch_->Add(s.next_token, s.n_past, s.seq, /*want_logits=*/true);
+    s.kv_tokens.push_back(s.next_token);
     ++s.n_past;
     in_batch.push_back(&s);
   }
@@ -311,7 +383,9 @@ void Engine::Step() {
     Sequence& s = *running_[p.index];
     for (int32_t k = 0; k < p.tokens; ++k) {
       const bool last = s.prompt_done + 1 == s.prompt_size();
-      const int32_t idx = batch_->Add(s.job.request.prompt[static_cast<size_t>(s.prompt_done)], s.n_past, s.seq, last);
+      const Token token = s.job.request.prompt[static_cast<size_t>(s.prompt_done)];
+      const int32_t idx = batch_->Add(token, s.n_past, s.seq, last);
+      s.kv_tokens.push_back(token);
       if (last) s.batch_index = idx;
       ++s.prompt_done;
       ++s.n_past;
@@ -358,6 +432,9 @@ void Engine::Step() {
   for (size_t i = running_.size(); i-- > 0;) {
     if (running_[i]->done) Retire(i, running_[i]->reason, running_[i]->message, running_[i]->code);
   }
+  // 4. Copy out a few blocks of completed sequences, bounded so running
+  //    streams are barely held up (all of them once the engine is idle).
+  cache_->ExportSome(kExportBlocksPerStep);
 }
 
 void Engine::OnToken(Sequence& s, Token token) {
@@ -385,8 +462,7 @@ void Engine::Retire(size_t index, FinishReason reason, std::string message, std:
   std::unique_ptr<Sequence> s = std::move(running_[index]);
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
   if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
-    retained_.push_back({s->seq, s->n_past});
-    retained_cells_ += s->n_past;
+    cache_->Retain(s->seq, std::move(s->kv_tokens));  // tier 0: kept for reuse
   } else {
     FreeSequence(s->seq);  // a cancelled or failed request leaves nothing behind
   }
@@ -398,6 +474,7 @@ void Engine::Retire(size_t index, FinishReason reason, std::string message, std:
   c.error_code = std::move(code);
   c.usage.prompt_tokens = s->prompt_size();
   c.usage.completion_tokens = s->generated;
+  c.usage.cached_tokens = s->cached;
   c.timings.queued_ms = Millis(s->job.submitted, s->admitted);
   if (s->generating) {
     c.timings.prompt_ms = Millis(s->admitted, s->first_token);
@@ -423,11 +500,10 @@ void Engine::FreeSequence(SeqId seq) {
 }
 
 void Engine::ReleaseRetained(int64_t max_cells, size_t max_sequences) {
-  while (!retained_.empty() && (retained_cells_ > max_cells || retained_.size() > max_sequences)) {
-    retained_cells_ -= retained_.front().cells;
-    FreeSequence(retained_.front().seq);
-    retained_.pop_front();
+  for (SeqId seq : cache_->Release(max_cells, max_sequences)) {
+    free_ids_.push_back(seq);  // Release has cleared the cells
   }
+  std::sort(free_ids_.rbegin(), free_ids_.rend());
 }
 
 void Engine::FinishWaiting(Job& job, FinishReason reason, const std::string& message, const std::string& code) {
@@ -471,7 +547,20 @@ void Engine::PublishStats() {
     s.kv_cells_used += seq->n_past;
   }
   s.slots_busy = static_cast<int32_t>(running_.size());
-  s.kv_cells_retained = retained_cells_;
+  if (cache_) {
+    const PrefixCacheStats c = cache_->stats();
+    s.kv_cells_retained = c.retained_cells;
+    s.retained_sequences = c.retained_sequences;
+    s.device_hits = c.device_hits;
+    s.device_tokens = c.device_tokens;
+    s.hot_blocks = c.hot_blocks;
+    s.ssd_blocks = c.ssd_blocks;
+    s.restore_errors = c.restore_errors;
+    s.exported_blocks = c.exported_blocks;
+    s.pending_exports = c.pending_exports;
+    s.restore_ms = c.restore_ms;
+    s.export_ms = c.export_ms;
+  }
   s.admission_paused = admission_paused_.load();
   for (const auto& seq : running_) {
     const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(seq->admitted.time_since_epoch()).count();

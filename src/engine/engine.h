@@ -9,13 +9,14 @@
 //
 // KV cells: the cache is unified (parallel * context_per_sequence cells), so
 // every running sequence can always reach its full context. A completed
-// sequence's cells are not freed at once but retained until the engine is
-// idle or the worst-case demand of running and admitted sequences needs them.
-// Freeing cells below a running sequence would make llama.cpp place its next
-// tokens out of position order, which changes the floating-point summation
-// order of attention; retaining keeps a greedy request's output independent
-// of its neighbours (and is tier 0 of the prefix cache to come). Cancelled
-// and failed sequences are freed at once.
+// sequence's cells are not freed at once but retained, with their tokens, as
+// tier 0 of the prefix cache (engine/prefix_cache.h) until the worst-case
+// demand of running and admitted sequences needs them. A new request adopts
+// the longest prefix it shares with a retained or running sequence, then
+// restores further blocks from the shared BlockStore, and prefills only the
+// rest. Retaining also keeps running sequences' cells in position order:
+// freeing cells below them would change attention's summation order and so
+// greedy outputs. Cancelled and failed sequences are freed at once.
 //
 // Lifecycle: Start() creates the context on the new thread and returns once
 // it exists. The destructor finishes every request still queued or running
@@ -42,7 +43,9 @@
 #include "engine/engine_options.h"
 #include "engine/engine_stats.h"
 #include "engine/generation.h"
+#include "engine/prefix_cache.h"
 #include "engine/token_stream.h"
+#include "kvcache/block.h"
 
 namespace llmux {
 
@@ -84,6 +87,11 @@ class Engine {
   void Shutdown();
 
   EngineStats Stats() const;
+  // What the prefix cache holds for `prompt` (device, hot, SSD blocks),
+  // answered by the engine thread between steps; nothing is changed.
+  PrefixProbe Probe(Tokens prompt);
+  // The model's KV fingerprint: the identity its cached blocks carry.
+  const kv::Hash& fingerprint() const { return fingerprint_; }
   const runtime::Model& model() const { return *model_; }
   const runtime::ChatTemplate& chat_template() const { return *chat_template_; }
   int32_t context_per_sequence() const { return options_.context_per_sequence; }
@@ -110,6 +118,7 @@ class Engine {
   // and `max_sequences` sequences remain.
   void ReleaseRetained(int64_t max_cells, size_t max_sequences);
   void FreeSequence(SeqId seq);
+  std::vector<PrefixCache::Source> RunningSources() const;
   void FinishWaiting(Job& job, FinishReason reason, const std::string& message, const std::string& code);  // job already out of waiting_
   void CancelEverything(FinishReason reason, const std::string& message, const std::string& code);
   void FailNewestRunning(const std::string& message, const std::string& code);
@@ -130,13 +139,8 @@ class Engine {
   std::unique_ptr<runtime::Batch> batch_;
   std::deque<Job> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order
-  // Completed sequences whose KV cells are kept, oldest first (see ReleaseRetained).
-  struct Retained {
-    SeqId seq;
-    int64_t cells;
-  };
-  std::deque<Retained> retained_;
-  int64_t retained_cells_ = 0;
+  std::unique_ptr<PrefixCache> cache_;  // tier 0 and access to the block store
+  kv::Hash fingerprint_{};
   std::vector<SeqId> free_ids_;  // sequence ids not running and not retained; lowest last
   EngineStats counters_;
 

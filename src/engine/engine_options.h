@@ -11,6 +11,9 @@
 namespace llmux {
 
 class ComputeSlot;
+namespace kv {
+class BlockStore;
+}
 
 struct EngineOptions {
   static constexpr int32_t kMaxParallel = 126;    // 2 * parallel + scratch ids must fit LLAMA_MAX_SEQ (256)
@@ -24,6 +27,13 @@ struct EngineOptions {
   // Shared with the process's other engines: a decode step runs only while
   // holding it. Null = this engine computes without waiting for others.
   std::shared_ptr<ComputeSlot> compute_slot;
+  // The prefix cache: reuse the KV of earlier requests (tier 0, the model's
+  // own cells) and, with a block store, tiers 1-2 (hot RAM, SSD), in blocks
+  // of `block_size` tokens. Forced off for models whose KV cannot be sliced.
+  bool prefix_cache = true;
+  std::shared_ptr<kv::BlockStore> block_store;  // shared by all engines; null = tier 0 only
+  int32_t block_size = 256;
+  runtime::FlashAttention flash_attention = runtime::FlashAttention::kAuto;
 };
 
 // Fills in defaults: context 0 = min(4096, the model's training context);

@@ -6,9 +6,6 @@ namespace llmux {
 
 StepPlan PlanStep(const SchedulerInput& in) {
   StepPlan plan;
-  plan.admit = std::min<int32_t>(in.free_slots, static_cast<int32_t>(in.waiting_prompts.size()));
-  plan.admit = std::max<int32_t>(plan.admit, 0);
-
   int32_t budget = in.batch_capacity;
   for (size_t i = 0; i < in.running.size() && budget > 0; ++i) {
     if (!in.running[i].generating) continue;
@@ -20,12 +17,6 @@ StepPlan PlanStep(const SchedulerInput& in) {
     if (r.generating || r.prompt_remaining <= 0) continue;
     const int32_t n = std::min(budget, r.prompt_remaining);
     plan.prefill.push_back({i, n});
-    budget -= n;
-  }
-  for (int32_t a = 0; a < plan.admit && budget > 0; ++a) {
-    const int32_t n = std::min(budget, in.waiting_prompts[static_cast<size_t>(a)]);
-    if (n <= 0) continue;
-    plan.prefill.push_back({in.running.size() + static_cast<size_t>(a), n});
     budget -= n;
   }
   plan.batch_tokens = in.batch_capacity - budget;

@@ -3,11 +3,13 @@
 // nothing; the Engine carries out its decisions (policy apart from mechanism).
 //
 // The rules, in order:
-//   1. Admit waiting requests, first come first served, into free sequence slots.
-//   2. Every generating sequence gets exactly one token: running streams never
+//   1. Every generating sequence gets exactly one token: running streams never
 //      stall behind a prompt.
-//   3. The rest of the batch goes to prompt prefill, in admission order, each
+//   2. The rest of the batch goes to prompt prefill, in admission order, each
 //      prompt taking as large a chunk as is left.
+// Admission (first come, first served, into free slots) happens before: the
+// Engine admits a request, reuses its cached prefix, and then plans with the
+// part of the prompt that is left.
 //
 // Thread-safety: PlanStep is a pure function.
 #pragma once
@@ -25,18 +27,14 @@ struct SchedulerInput {
     int32_t prompt_remaining = 0;  // prompt tokens not yet decoded (prefilling only)
   };
   int32_t batch_capacity = 0;              // most tokens one decode may carry
-  int32_t free_slots = 0;                  // sequence slots that can take a new request
   std::vector<Running> running;            // in admission order
-  std::vector<int32_t> waiting_prompts;    // prompt lengths of queued requests, oldest first
 };
 
 struct StepPlan {
   struct Prefill {
-    // Index into running, or running.size() + i for the i-th admitted request.
-    size_t index = 0;
+    size_t index = 0;   // into running
     int32_t tokens = 0;
   };
-  int32_t admit = 0;                 // requests to take from the front of the queue
   std::vector<size_t> decode;        // indices into running that decode one token
   std::vector<Prefill> prefill;      // prompt chunks, in admission order
   int32_t batch_tokens = 0;          // total tokens the step carries

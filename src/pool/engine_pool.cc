@@ -80,8 +80,13 @@ void Lease::Release() {
 // --- EnginePool: set-up --------------------------------------------------------
 
 EnginePool::EnginePool(const ModelRegistry& registry, ModelSettingsStore& settings, ModelLoader& loader,
-                       MemoryProbe& probe, PoolOptions options)
-    : registry_(registry), settings_(settings), loader_(loader), probe_(probe), options_(std::move(options)) {
+                       MemoryProbe& probe, MemoryLedger& ledger, PoolOptions options)
+    : registry_(registry),
+      settings_(settings),
+      loader_(loader),
+      probe_(probe),
+      ledger_(ledger),
+      options_(std::move(options)) {
   for (const ModelEntry& e : registry_.models()) {
     auto slot = std::make_unique<Slot>();
     slot->entry = &e;

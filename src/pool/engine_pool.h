@@ -135,8 +135,10 @@ class EnginePool {
  public:
   using AcquireCallback = std::function<void(Acquired)>;
 
+  // `ledger` is shared with the hot KV tier, which accounts its bytes there
+  // too; it must outlive the pool.
   EnginePool(const ModelRegistry& registry, ModelSettingsStore& settings, ModelLoader& loader, MemoryProbe& probe,
-             PoolOptions options);
+             MemoryLedger& ledger, PoolOptions options);
   ~EnginePool();  // Shutdown() if not done
   EnginePool(const EnginePool&) = delete;
   EnginePool& operator=(const EnginePool&) = delete;
@@ -204,8 +206,8 @@ class EnginePool {
   ModelSettingsStore& settings_;
   ModelLoader& loader_;
   MemoryProbe& probe_;
+  MemoryLedger& ledger_;
   const PoolOptions options_;
-  MemoryLedger ledger_;
 
   mutable std::mutex mu_;
   std::condition_variable changed_;

@@ -28,7 +28,8 @@ class ModelInstance {
 
   // Teardown, in this order. A step may fail (throw); the pool logs it and
   // runs the next one anyway.
-  virtual void StopEngine() = 0;   // finish requests, join the thread, free the context (KV, compute)
+  virtual void StopEngine() = 0;   // finish requests, copy out the cached blocks it still holds to the
+                                   // shared tiers, join the thread, free the context (KV, compute)
   virtual void FreeWeights() = 0;  // free the model (unmap or free the weights)
 };
 

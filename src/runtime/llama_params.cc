@@ -22,6 +22,11 @@ llama_context_params MakeContextParams(const ContextOptions& options) {
   params.n_threads = options.threads;
   params.n_threads_batch = options.batch_threads;
   params.kv_unified = true;  // one pool of cells: any sequence may grow, seq_cp shares prefixes
+  switch (options.flash_attention) {
+    case FlashAttention::kOn: params.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_ENABLED; break;
+    case FlashAttention::kOff: params.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED; break;
+    case FlashAttention::kAuto: params.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_AUTO; break;
+  }
   params.no_perf = true;
   return params;
 }

@@ -64,6 +64,10 @@ std::string Model::description() const {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
 }
 
+bool Model::KvIsSliceable() const {
+  return llama_model_n_swa(model_) == 0 && !llama_model_is_recurrent(model_) && !llama_model_is_hybrid(model_);
+}
+
 std::string Model::architecture() const {
   char buf[128];
   const int32_t n = llama_model_meta_val_str(model_, "general.architecture", buf, sizeof buf);

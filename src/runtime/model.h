@@ -49,6 +49,10 @@ class Model {
   uint64_t param_count() const;
   std::string description() const;  // e.g. "qwen2 ?B Q8_0"
   std::string architecture() const;
+  // Whether the KV of this model can be cut into position ranges and put
+  // back (dense attention). False for sliding-window, recurrent and hybrid
+  // models, whose state is not a function of per-position cells alone.
+  bool KvIsSliceable() const;
   // The GGUF's tokenizer.chat_template, or "" when it has none.
   std::string chat_template_source() const;
   const std::string& path() const { return path_; }

@@ -56,6 +56,13 @@ const cases = [
   ['negative token id', '/v1/completions', JSON.stringify({ model: 'tiny', prompt: [1, -4] }), 400, 'invalid_request_error', 'invalid_value', 'prompt'],
   ['empty prompt without BOS', '/v1/completions', JSON.stringify({ model: 'tiny', prompt: [] }), 400, 'invalid_request_error', 'invalid_type', 'prompt'],
   ['echo', '/v1/completions', JSON.stringify({ model: 'tiny', prompt: 'x', echo: true }), 400, 'invalid_request_error', 'unsupported_parameter', 'echo'],
+  ['probe: malformed JSON', '/api/cache/probe', '{"model":', 400, 'invalid_request_error', 'invalid_json'],
+  ['probe: missing model', '/api/cache/probe', JSON.stringify({ prompt: 'x' }), 400, 'invalid_request_error', 'missing_required_parameter', 'model'],
+  ['probe: unknown model', '/api/cache/probe', JSON.stringify({ model: 'nope', prompt: 'x' }), 404, 'not_found_error', 'model_not_found', 'model'],
+  ['probe: neither prompt nor messages', '/api/cache/probe', JSON.stringify({ model: 'tiny' }), 400, 'invalid_request_error', 'missing_required_parameter', 'prompt'],
+  ['probe: messages not an array', '/api/cache/probe', JSON.stringify({ model: 'tiny', messages: 'hi' }), 400, 'invalid_request_error', 'invalid_type', 'messages'],
+  ['probe: prompt an object', '/api/cache/probe', JSON.stringify({ model: 'tiny', prompt: { a: 1 } }), 400, 'invalid_request_error', 'invalid_type', 'prompt'],
+  ['probe: token id outside the vocabulary', '/api/cache/probe', JSON.stringify({ model: 'tiny', prompt: [1, 99999999] }), 400, 'invalid_request_error', 'invalid_value', 'prompt'],
   ['unknown route', '/v1/nothing-here', '{}', 404, 'not_found_error', 'route_not_found'],
 ];
 
@@ -101,9 +108,11 @@ describe('bad input', () => {
   });
 
   test('a wrong method on a known route gets 405', async () => {
-    const r = await fetch(`${srv.baseUrl}/v1/chat/completions`);
-    assert.equal(r.status, 405);
-    assert.equal((await r.json()).error.code, 'method_not_allowed');
+    for (const route of ['/v1/chat/completions', '/api/hot-cache/clear', '/api/ssd-cache/clear', '/api/cache/probe']) {
+      const r = await fetch(`${srv.baseUrl}${route}`);
+      assert.equal(r.status, 405, route);
+      assert.equal((await r.json()).error.code, 'method_not_allowed');
+    }
   });
 
   test('a GET of an unknown route gets 404', async () => {

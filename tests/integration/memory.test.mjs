@@ -44,6 +44,10 @@ describe('memory across the request lifecycle', () => {
       await round(srv.baseUrl, 48);
       samples.push(procMemory(srv.pid));
     }
+    // The engine releases its compute threads once it sees itself idle, a
+    // moment after the last response: wait (bounded) for the count to settle.
+    await waitFor(() => procMemory(srv.pid).threads === base.threads, { timeoutMs: 2000 });
+    samples.push(procMemory(srv.pid));
     const last = samples.at(-1);
     const growthAnon = last.rssAnon - base.rssAnon;
     console.log(`RssAnon after warm-up ${(base.rssAnon / MiB).toFixed(1)} MiB, after 8 rounds ${(last.rssAnon / MiB).toFixed(1)} MiB; ` +

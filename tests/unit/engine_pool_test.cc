@@ -151,7 +151,7 @@ class EnginePoolTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
   EnginePool& Pool() {
-    if (!pool_) pool_ = std::make_unique<EnginePool>(registry_, settings_, loader_, probe_, options_);
+    if (!pool_) pool_ = std::make_unique<EnginePool>(registry_, settings_, loader_, probe_, ledger_, options_);
     return *pool_;
   }
   ModelState StateOf(const std::string& id) {
@@ -172,6 +172,7 @@ class EnginePoolTest : public ::testing::Test {
   FakeProbe probe_{&world_};
   ModelRegistry registry_;
   ModelSettingsStore settings_;
+  MemoryLedger ledger_;
   PoolOptions options_;
   PoolOptions::Clock::time_point now_ = PoolOptions::Clock::time_point(std::chrono::hours(1));
   fs::path dir_;

@@ -42,44 +42,6 @@ TEST(Scheduler, PrefillChunksGoInAdmissionOrder) {
   EXPECT_EQ(p.prefill[1].tokens, 20);
 }
 
-TEST(Scheduler, AdmitsWaitingRequestsIntoFreeSlotsOnly) {
-  SchedulerInput in;
-  in.batch_capacity = 512;
-  in.free_slots = 2;
-  in.running = {Generating(1)};
-  in.waiting_prompts = {10, 20, 30};
-  const StepPlan p = PlanStep(in);
-  EXPECT_EQ(p.admit, 2);
-  ASSERT_EQ(p.prefill.size(), 2u);
-  EXPECT_EQ(p.prefill[0].index, 1u);  // first admitted, after the running one
-  EXPECT_EQ(p.prefill[0].tokens, 10);
-  EXPECT_EQ(p.prefill[1].index, 2u);
-  EXPECT_EQ(p.prefill[1].tokens, 20);
-  EXPECT_EQ(p.batch_tokens, 31);
-}
-
-TEST(Scheduler, NoFreeSlotsMeansNoAdmission) {
-  SchedulerInput in;
-  in.batch_capacity = 512;
-  in.free_slots = 0;
-  in.waiting_prompts = {10};
-  const StepPlan p = PlanStep(in);
-  EXPECT_EQ(p.admit, 0);
-  EXPECT_EQ(p.batch_tokens, 0);
-}
-
-TEST(Scheduler, AdmittedRequestsWaitForBudgetWhenAPromptTakesItAll) {
-  SchedulerInput in;
-  in.batch_capacity = 64;
-  in.free_slots = 3;
-  in.running = {Prefilling(1, 500)};
-  in.waiting_prompts = {5};
-  const StepPlan p = PlanStep(in);
-  EXPECT_EQ(p.admit, 1);  // it takes a slot now and prefills when budget frees up
-  ASSERT_EQ(p.prefill.size(), 1u);
-  EXPECT_EQ(p.prefill[0].tokens, 64);
-}
-
 TEST(Scheduler, DecodeIsCappedByTheBatch) {
   SchedulerInput in;
   in.batch_capacity = 2;
@@ -89,9 +51,17 @@ TEST(Scheduler, DecodeIsCappedByTheBatch) {
   EXPECT_EQ(p.batch_tokens, 2);
 }
 
+TEST(Scheduler, APromptWithNothingLeftGetsNoChunk) {
+  SchedulerInput in;
+  in.batch_capacity = 64;
+  in.running = {Prefilling(1, 0), Prefilling(2, 10)};
+  const StepPlan p = PlanStep(in);
+  ASSERT_EQ(p.prefill.size(), 1u);
+  EXPECT_EQ(p.prefill[0].index, 1u);
+}
+
 TEST(Scheduler, EmptyInputPlansNothing) {
   const StepPlan p = PlanStep(SchedulerInput{});
-  EXPECT_EQ(p.admit, 0);
   EXPECT_TRUE(p.decode.empty());
   EXPECT_TRUE(p.prefill.empty());
 }

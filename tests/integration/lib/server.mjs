@@ -19,13 +19,15 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // Spawns `llmux serve <args> --port 0` and resolves once /health answers 200.
 export async function startServer(args, { readyTimeoutMs = 60_000 } = {}) {
-  // Each server gets its own empty config home, so a developer's
-  // ~/.config/llmux/models.json never leaks into a test.
-  const configHome = mkdtempSync(path.join(tmpdir(), 'llmux-config-'));
+  // Each server gets its own empty config and cache homes, so a developer's
+  // ~/.config/llmux/models.json or ~/.cache/llmux/kv never leaks into a test
+  // (a test that wants a cache to outlive a server passes --cache-dir).
+  const home = mkdtempSync(path.join(tmpdir(), 'llmux-home-'));
   const proc = spawn(bin(), ['serve', '--port', '0', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, XDG_CONFIG_HOME: configHome },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, XDG_CONFIG_HOME: path.join(home, 'config'), XDG_CACHE_HOME: path.join(home, 'cache') },
   });
-  proc.on('exit', () => rmSync(configHome, { recursive: true, force: true }));
+  proc.on('exit', () => rmSync(home, { recursive: true, force: true }));
   let output = '';
   proc.stdout.on('data', (d) => { output += d; });
   proc.stderr.on('data', (d) => { output += d; });
